@@ -1,0 +1,70 @@
+"""The public entry points: wire the stages together.
+
+``load_project`` discovers and indexes files (bad files become diagnostics,
+never exceptions); ``build_callgraph`` resolves calls and builds the graph.
+The CLI is a thin layer over these; tests and benchmarks call them directly.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from flagtrace.callgraph import CallGraph
+from flagtrace.discover import discover
+from flagtrace.index import index_many
+from flagtrace.model import Diagnostic, IndexResult, ModuleSummary, SourceFile
+from flagtrace.resolve import Resolver, resolve
+
+
+@dataclass(frozen=True, slots=True)
+class Project:
+    """Everything indexed from the given paths."""
+
+    files: tuple[SourceFile, ...]
+    summaries: tuple[ModuleSummary, ...]
+    diagnostics: tuple[Diagnostic, ...]
+    lines: int
+    cache_hits: int
+    seconds: float
+
+
+def default_jobs() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+def load_project(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    exclude: Sequence[str] = (),
+    jobs: int | None = None,
+    on_result: Callable[[IndexResult], None] | None = None,
+) -> Project:
+    start = time.perf_counter()
+    found = discover(paths, exclude)
+    results = index_many(found.files, jobs=jobs if jobs is not None else default_jobs(), on_result=on_result)
+    summaries = tuple(sorted((r.summary for r in results if r.summary is not None), key=lambda s: s.module))
+    diagnostics = list(found.diagnostics)
+    diagnostics.extend(r.diagnostic for r in results if r.diagnostic is not None)
+    return Project(
+        files=found.files,
+        summaries=summaries,
+        diagnostics=tuple(sorted(diagnostics, key=lambda d: (d.path, d.line or 0, d.message))),
+        lines=sum(s.lines for s in summaries),
+        cache_hits=sum(1 for r in results if r.cached),
+        seconds=time.perf_counter() - start,
+    )
+
+
+def build_callgraph(project: Project) -> tuple[Resolver, CallGraph]:
+    resolver = resolve(project.summaries)
+    return resolver, CallGraph.build(resolver)
+
+
+def callgraph_pycg(paths: Sequence[str], jobs: int = 1) -> dict[str, list[str]]:
+    """The call graph of ``paths`` in PyCG's JSON shape (used by the benchmark)."""
+    project = load_project(paths, jobs=jobs)
+    _, graph = build_callgraph(project)
+    return graph.to_pycg()

@@ -1,0 +1,221 @@
+"""Call graph: a thin, read-only wrapper over ``networkx.DiGraph``.
+
+Nodes are functions by qualified name (``pkg.mod.Class.method``; module code is
+``pkg.mod``; builtins are ``<builtin>.name``; names outside the analysed code
+keep their dotted import path). Every edge keeps the list of call sites that
+produce it (``CallEdge``: file/line, guards, resolution layer), so a witness
+path can show *where* each hop happens and how strong its evidence is.
+
+Class bodies run when their module (or enclosing function) runs, so their calls
+are attributed to the nearest enclosing function or module, as PyCG does.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import networkx as nx
+
+from flagtrace.model import (
+    CallEdge,
+    GraphStats,
+    Location,
+    Resolution,
+    ScopeKind,
+    UnresolvedCall,
+)
+from flagtrace.resolve import Callee, Resolver
+
+
+class CallGraph:
+    """Query verbs over the resolved calls (``callees``, ``callers``, ``shortest_path``)."""
+
+    def __init__(self, graph: nx.DiGraph, unresolved: tuple[UnresolvedCall, ...], jedi_queries: int = 0) -> None:
+        self._g = graph
+        self.unresolved = unresolved
+        self.jedi_queries = jedi_queries
+
+    # -- construction
+
+    @classmethod
+    def build(cls, resolver: Resolver, extra: Iterable[CallEdge] = ()) -> CallGraph:
+        g: nx.DiGraph = nx.DiGraph()
+        p = resolver.p
+        unresolved: list[UnresolvedCall] = []
+        for qn, scope in p.scopes.items():
+            if scope.kind is not ScopeKind.CLASS:
+                g.add_node(qn, analysed=True, kind=scope.kind.value, location=scope.location)
+        for (qn, index), callees in resolver.site_callees.items():
+            caller = owner_of(resolver, qn)
+            site = p.scopes[qn].calls[index]
+            if not callees:
+                unresolved.append(UnresolvedCall(caller, site.location, site.text, index))
+                continue
+            for callee in callees:
+                edge = CallEdge(
+                    caller=caller,
+                    callee=callee.qualname,
+                    location=site.location,
+                    resolution=callee.resolution,
+                    guards=site.guards,
+                    site=index,
+                    text=site.text,
+                )
+                _add_edge(g, edge, callee)
+        for edge in extra:
+            _add_edge(g, edge, Callee(edge.callee, edge.resolution, edge.callee in g))
+        unresolved.sort(key=lambda u: (u.location.path, u.location.line, u.location.column))
+        return cls(g, tuple(unresolved))
+
+    # -- queries
+
+    @property
+    def nx(self) -> nx.DiGraph:
+        """The underlying graph (read it, do not mutate it)."""
+        return self._g
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._g
+
+    def nodes(self) -> list[str]:
+        return sorted(self._g.nodes)
+
+    def is_analysed(self, node: str) -> bool:
+        return bool(self._g.nodes[node].get("analysed")) if node in self._g else False
+
+    def callees(self, node: str) -> list[str]:
+        return sorted(self._g.successors(node)) if node in self._g else []
+
+    def callers(self, node: str) -> list[str]:
+        return sorted(self._g.predecessors(node)) if node in self._g else []
+
+    def edges(self) -> Iterator[CallEdge]:
+        for _, _, data in sorted(self._g.edges(data=True), key=lambda e: (e[0], e[1])):
+            yield from data["sites"]
+
+    def sites(self, caller: str, callee: str) -> tuple[CallEdge, ...]:
+        data = self._g.get_edge_data(caller, callee)
+        return tuple(data["sites"]) if data else ()
+
+    def has_edge(self, caller: str, callee: str) -> bool:
+        return bool(self._g.has_edge(caller, callee))
+
+    def shortest_path(self, source: str, target: str) -> list[str] | None:
+        try:
+            return list(nx.shortest_path(self._g, source, target))
+        except (nx.NetworkXNoPath, nx.NodeNotFound):
+            return None
+
+    def reachable(self, source: str) -> set[str]:
+        if source not in self._g:
+            return set()
+        return set(nx.descendants(self._g, source)) | {source}
+
+    def stats(self) -> GraphStats:
+        counts: Counter[str] = Counter()
+        for edge in self.edges():
+            counts[edge.resolution.value] += 1
+        return GraphStats(
+            nodes=self._g.number_of_nodes(),
+            edges=self._g.number_of_edges(),
+            by_resolution=tuple(sorted(counts.items())),
+            unresolved=len(self.unresolved),
+            jedi_queries=self.jedi_queries,
+            jedi_edges=counts.get(Resolution.JEDI.value, 0),
+        )
+
+    # -- exports
+
+    def to_pycg(self) -> dict[str, list[str]]:
+        """PyCG's JSON format: every node, analysed or not, with its callees."""
+        out: dict[str, list[str]] = {}
+        for node in sorted(self._g.nodes):
+            out[node] = sorted(self._g.successors(node))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        nodes = []
+        for node in sorted(self._g.nodes):
+            data = self._g.nodes[node]
+            loc: Location | None = data.get("location")
+            nodes.append(
+                {
+                    "name": node,
+                    "analysed": bool(data.get("analysed")),
+                    "kind": data.get("kind", "external"),
+                    "file": loc.path if loc else None,
+                    "line": loc.line if loc else None,
+                }
+            )
+        edges = [
+            {
+                "caller": e.caller,
+                "callee": e.callee,
+                "file": e.location.path,
+                "line": e.location.line,
+                "column": e.location.column,
+                "resolution": e.resolution.value,
+                "guards": [g.render() for g in e.guards],
+                "call": e.text,
+            }
+            for e in self.edges()
+        ]
+        stats = self.stats()
+        return {
+            "version": 1,
+            "nodes": nodes,
+            "edges": edges,
+            "unresolved": [
+                {"caller": u.caller, "file": u.location.path, "line": u.location.line, "call": u.text}
+                for u in self.unresolved
+            ],
+            "stats": {
+                "nodes": stats.nodes,
+                "edges": stats.edges,
+                "call_sites_by_resolution": dict(stats.by_resolution),
+                "unresolved": stats.unresolved,
+                "jedi_queries": stats.jedi_queries,
+                "jedi_edges": stats.jedi_edges,
+            },
+        }
+
+    def to_dot(self) -> str:
+        lines = ["digraph callgraph {", "  rankdir=LR;", '  node [shape=box, fontname="monospace"];']
+        for node in sorted(self._g.nodes):
+            style = "" if self.is_analysed(node) else ", style=dashed"
+            lines.append(f'  "{_dot_escape(node)}" [label="{_dot_escape(node)}"{style}];')
+        for a, b, data in sorted(self._g.edges(data=True), key=lambda e: (e[0], e[1])):
+            res = min((s.resolution for s in data["sites"]), key=_strength)
+            style = "" if res in (Resolution.DIRECT, Resolution.TYPED) else ", style=dotted"
+            lines.append(f'  "{_dot_escape(a)}" -> "{_dot_escape(b)}" [label="{res.value}"{style}];')
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+
+def owner_of(resolver: Resolver, qn: str) -> str:
+    """The graph node a scope's calls belong to (class bodies -> enclosing scope)."""
+    p = resolver.p
+    scope = p.scopes.get(qn)
+    while scope is not None and scope.kind is ScopeKind.CLASS and scope.parent is not None:
+        scope = p.scopes.get(scope.parent)
+    return scope.qualname if scope is not None else qn
+
+
+def _add_edge(g: nx.DiGraph, edge: CallEdge, callee: Callee) -> None:
+    if edge.callee not in g:
+        g.add_node(edge.callee, analysed=callee.analysed, kind="function" if callee.analysed else "external")
+    data = g.get_edge_data(edge.caller, edge.callee)
+    if data is None:
+        g.add_edge(edge.caller, edge.callee, sites=[edge])
+    else:
+        data["sites"].append(edge)
+
+
+def _strength(r: Resolution) -> int:
+    return [Resolution.DIRECT, Resolution.TYPED, Resolution.BY_NAME, Resolution.JEDI].index(r)
+
+
+def _dot_escape(s: str) -> str:
+    return s.replace("\\", "\\\\").replace('"', '\\"')

@@ -1,0 +1,138 @@
+"""Command line: parse options, call ``flagtrace.api``, hand results to a reporter.
+
+``flagtrace PATH... --flag NAME`` is ``flagtrace check PATH... --flag NAME``;
+``flagtrace callgraph PATH...`` writes the call graph. Exit codes are
+``ExitCode``: 0 clean, 1 findings, 2 usage, configuration or input error.
+User errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from flagtrace import __version__
+
+
+class ExitCode(enum.IntEnum):
+    CLEAN = 0  # nothing found
+    FINDINGS = 1  # an entry observes a flag set, or a setter has a hazard
+    ERROR = 2  # usage, configuration or input error (the report is still written)
+    INTERNAL = 3  # a bug in flagtrace: please report it
+
+
+class FlagtraceError(Exception):
+    """A user-facing error: printed as one line, exit code 2."""
+
+
+class _DefaultToCheck(click.Group):
+    """``flagtrace PATH --flag X`` means ``flagtrace check PATH --flag X``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h", "--version"):
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_DefaultToCheck, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="flagtrace")
+def cli() -> None:
+    """Find where module-level flags set by context managers leak into code paths."""
+
+
+def _common_options(f: Any) -> Any:
+    f = click.option("--exclude", multiple=True, metavar="GLOB", help="Skip paths matching GLOB (repeatable).")(f)
+    f = click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all CPUs).")(f)
+    f = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the report to FILE.")(f)
+    f = click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")(f)
+    return f
+
+
+@cli.command("callgraph")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["pycg", "json", "dot"]), default="json", show_default=True)
+@_common_options
+def callgraph_cmd(paths: tuple[Path, ...], fmt: str, exclude: tuple[str, ...], jobs: int | None, output: Path | None, quiet: bool) -> None:
+    """Write the call graph of PATHS (PyCG JSON, flagtrace JSON or Graphviz dot)."""
+    from flagtrace.api import build_callgraph, load_project
+
+    project = load_project([str(p) for p in paths], exclude=exclude, jobs=jobs)
+    _print_diagnostics(project.diagnostics)
+    if not project.summaries:
+        raise FlagtraceError("no Python files to analyse in " + ", ".join(str(p) for p in paths))
+    _, graph = build_callgraph(project)
+    if fmt == "pycg":
+        text = json.dumps(graph.to_pycg(), indent=2) + "\n"
+    elif fmt == "dot":
+        text = graph.to_dot()
+    else:
+        data = graph.to_json()
+        data["errors"] = [{"file": d.path, "line": d.line, "message": d.message} for d in project.diagnostics]
+        text = json.dumps(data, indent=2) + "\n"
+    _write(text, output)
+    if not quiet:
+        stats = graph.stats()
+        click.echo(
+            f"flagtrace: {len(project.summaries)} files, {project.lines} lines, "
+            f"{stats.nodes} functions, {stats.edges} edges, {stats.unresolved} unresolved calls, "
+            f"{len(project.diagnostics)} errors, {project.seconds:.1f}s indexing",
+            err=True,
+        )
+    # the graph is written either way; bad input files still make the exit code say so
+    raise SystemExit(ExitCode.ERROR if project.diagnostics else ExitCode.CLEAN)
+
+
+def _print_diagnostics(diagnostics: Sequence[Any]) -> None:
+    for d in diagnostics:
+        click.echo(f"flagtrace: error: {d}", err=True)
+
+
+def _write(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise FlagtraceError(f"{output}: cannot write report: {exc.strerror or exc}") from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code instead of exiting (tests call this)."""
+    try:
+        cli.main(args=list(argv) if argv is not None else None, prog_name="flagtrace", standalone_mode=False)
+    except FlagtraceError as exc:
+        click.echo(f"flagtrace: error: {exc}", err=True)
+        return ExitCode.ERROR
+    except click.exceptions.Abort:
+        click.echo("flagtrace: aborted", err=True)
+        return ExitCode.ERROR
+    except click.ClickException as exc:
+        exc.show()
+        return ExitCode.ERROR
+    except SystemExit as exc:
+        return int(exc.code or 0) if not isinstance(exc.code, str) else ExitCode.ERROR
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug in flagtrace, not in the user's input
+        if os.environ.get("FLAGTRACE_DEBUG"):
+            raise
+        click.echo(
+            f"flagtrace: internal error: {type(exc).__name__}: {exc} "
+            "(set FLAGTRACE_DEBUG=1 for a traceback, and please report it)",
+            err=True,
+        )
+        return ExitCode.INTERNAL
+    return ExitCode.CLEAN
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

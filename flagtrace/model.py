@@ -1,0 +1,501 @@
+"""Every type that crosses a pipeline stage.
+
+Stages talk to each other only through the frozen, slotted dataclasses below.
+They are small, picklable (the index runs in worker processes and its results
+are cached on disk) and carry no CST nodes: a summary of a 5,000-line module
+is a few hundred small tuples, not a tree.
+
+The summary vocabulary has three layers:
+
+* ``Expr``: a tiny expression language, just rich enough for value flow
+  (which function does this name, attribute, subscript or call result hold?).
+* ``CallSite`` / ``Assignment`` / ``GlobalAccess``: the facts a scope states,
+  each with a ``Location``.
+* ``Flow``: the statement tree of a scope in source order (calls, global
+  reads/writes, ``with`` blocks, ``try/finally``, branches, yields, returns),
+  which the flag engine interprets flow-sensitively.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, fields
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any, TypeVar, Union
+
+if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+else:
+
+    def dataclass_transform(**_: Any) -> Any:
+        return lambda f: f
+
+
+_T = TypeVar("_T")
+
+
+@dataclass_transform(frozen_default=True, order_default=False)
+def record(cls: type[_T] | None = None, *, order: bool = False) -> Any:
+    """A frozen, slotted dataclass that pickles as a plain tuple.
+
+    Python's own pickling of slotted dataclasses calls ``dataclasses.fields()``
+    for every object, which made loading cached summaries of SGLang take
+    seconds; reducing to ``(cls, values)`` is several times faster and smaller.
+    """
+
+    def wrap(klass: type[_T]) -> type[_T]:
+        dc: Any = dataclass(frozen=True, slots=True, order=order)(klass)
+        names = [f.name for f in fields(dc)]
+        if not names:
+            dc.__reduce__ = lambda self: (dc, ())
+        elif len(names) == 1:
+            name = names[0]
+            dc.__reduce__ = lambda self: (dc, (getattr(self, name),))
+        else:
+            getter = attrgetter(*names)
+            dc.__reduce__ = lambda self: (dc, getter(self))
+        return dc  # type: ignore[no-any-return]
+
+    return wrap if cls is None else wrap(cls)
+
+# --------------------------------------------------------------------------
+# Locations and files
+
+
+@record(order=True)
+class Location:
+    """A point in a source file; line and column are 1-based."""
+
+    path: str
+    line: int
+    column: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.column}"
+
+    @property
+    def short(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class SourceFile:
+    """A Python file found by discovery, with the module name it stands for."""
+
+    path: str
+    module: str
+    root: str
+    is_package: bool = False  # an ``__init__.py``
+
+
+@record
+class Diagnostic:
+    """A problem with the input (not a finding): the run goes on without it."""
+
+    path: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        return f"{where}: {self.message}"
+
+
+# --------------------------------------------------------------------------
+# Expressions (value-flow vocabulary)
+
+
+@record
+class NameExpr:
+    name: str
+
+
+@record
+class AttrExpr:
+    base: Expr
+    attr: str
+
+
+@record
+class CallExpr:
+    """The value a call returns; ``site`` indexes the scope's ``calls``."""
+
+    site: int
+
+
+@record
+class SubscriptExpr:
+    base: Expr
+    key: Expr
+
+
+@record
+class ConstExpr:
+    """A literal. ``value`` is its source text (``True``, ``None``, ``'a'``, ``3``)."""
+
+    value: str
+
+
+class ContainerKind(enum.Enum):
+    LIST = "list"
+    TUPLE = "tuple"
+    SET = "set"
+    DICT = "dict"
+
+
+@record
+class ContainerExpr:
+    """A display. For dicts ``keys`` is parallel to ``items`` (None for ``**x``)."""
+
+    kind: ContainerKind
+    items: tuple[Expr, ...]
+    keys: tuple[Expr | None, ...] = ()
+
+
+@record
+class FunctionRefExpr:
+    """A lambda (or any nested definition) used as a value: its scope qualname."""
+
+    qualname: str
+
+
+@record
+class SuperExpr:
+    """``super()`` inside a method."""
+
+
+@record
+class OpaqueExpr:
+    """Anything else. ``parts`` are sub-expressions whose values may flow through
+    (the branches of ``a if c else b``, the operands of ``a or b``)."""
+
+    text: str
+    parts: tuple[Expr, ...] = ()
+
+
+Expr = Union[
+    NameExpr,
+    AttrExpr,
+    CallExpr,
+    SubscriptExpr,
+    ConstExpr,
+    ContainerExpr,
+    FunctionRefExpr,
+    SuperExpr,
+    OpaqueExpr,
+]
+
+
+# --------------------------------------------------------------------------
+# Facts a scope states
+
+
+@record
+class Guard:
+    """A condition an enclosing ``if``/``elif``/``while``/``else`` puts on a statement.
+
+    ``negated`` is True on the else side. ``text`` is the condition's source.
+    """
+
+    text: str
+    line: int
+    negated: bool = False
+    kind: str = "if"  # if | elif | while | else | for | try | except
+
+    def render(self) -> str:
+        return f"not ({self.text})" if self.negated else self.text
+
+
+@record
+class Argument:
+    value: Expr
+    keyword: str | None = None  # ``f(x=...)``
+    star: int = 0  # 1 for ``*args``, 2 for ``**kwargs``
+
+
+@record
+class CallSite:
+    """One call in a scope. ``func`` is the callee expression; ``text`` its source."""
+
+    func: Expr
+    args: tuple[Argument, ...]
+    location: Location
+    text: str
+    guards: tuple[Guard, ...] = ()
+    with_items: tuple[str, ...] = ()  # source of the ``with`` items it sits under
+
+
+class ParamKind(enum.Enum):
+    POSITIONAL = "positional"
+    VAR_POSITIONAL = "var_positional"
+    KEYWORD_ONLY = "keyword_only"
+    VAR_KEYWORD = "var_keyword"
+
+
+@record
+class Param:
+    name: str
+    kind: ParamKind = ParamKind.POSITIONAL
+    annotation: str | None = None
+    default: Expr | None = None
+
+
+@record
+class Target:
+    """Left-hand side of an assignment: a name, ``base.attr`` or ``base[key]``."""
+
+    name: str | None = None
+    base: Expr | None = None
+    attr: str | None = None
+    key: Expr | None = None
+
+
+@record
+class Assignment:
+    """``target = value``. Tuple targets are split pairwise where the value is a
+    display of the same length; otherwise each element gets an ``OpaqueExpr``
+    whose part is the whole value (``for x in xs`` binds x the same way)."""
+
+    target: Target
+    value: Expr
+    location: Location
+    text: str  # source of the value, for guard display
+    annotation: str | None = None
+    augmented: bool = False
+    iterates: bool = False  # the target takes the *elements* of value (for, unpacking)
+
+
+class ImportKind(enum.Enum):
+    MODULE = "module"  # import a.b [as c]
+    FROM = "from"  # from a import b [as c]
+    STAR = "star"  # from a import *
+
+
+@record
+class Import:
+    """An import binding. ``module`` is absolute (relative imports are resolved
+    against the importing module at index time); ``name`` is the imported
+    member for FROM imports; ``alias`` is the local name bound."""
+
+    kind: ImportKind
+    module: str
+    name: str | None
+    alias: str
+    location: Location
+    type_checking: bool = False
+    guarded: bool = False  # inside try/except ImportError
+
+
+# --------------------------------------------------------------------------
+# Flow: the statement tree the flag engine walks
+
+
+@record
+class CallStep:
+    site: int
+
+
+@record
+class ReadStep:
+    """A load of a global (``X``) or of a module attribute (``mod.X``)."""
+
+    name: str
+    location: Location
+    base: str | None = None  # local alias of the module for ``mod.X``
+
+
+@record
+class WriteStep:
+    """A store to a global (``global X; X = v``), a module attribute
+    (``mod.X = v``, ``setattr(mod, "X", v)``) or ``del X``."""
+
+    name: str
+    value: Expr | None  # None for ``del``
+    value_text: str
+    location: Location
+    base: str | None = None
+    augmented: bool = False
+
+
+@record
+class YieldStep:
+    location: Location
+
+
+@record
+class ReturnStep:
+    location: Location
+    value: Expr | None = None
+
+
+@record
+class RaiseStep:
+    location: Location
+
+
+@record
+class WithItem:
+    """One ``with`` item: its context expression (usually a call) and source."""
+
+    expr: Expr
+    text: str
+    location: Location
+    alias: str | None = None
+
+
+@record
+class WithBlock:
+    items: tuple[WithItem, ...]
+    body: tuple[Flow, ...]
+    location: Location
+    is_async: bool = False
+
+
+@record
+class TryBlock:
+    body: tuple[Flow, ...]
+    handlers: tuple[tuple[Flow, ...], ...]
+    orelse: tuple[Flow, ...]
+    finalbody: tuple[Flow, ...]
+    location: Location
+
+
+@record
+class Branch:
+    """``if``/``while``/``for``/``match`` arms. ``loop`` arms may run zero or more times."""
+
+    guard: Guard | None
+    body: tuple[Flow, ...]
+    orelse: tuple[Flow, ...]
+    location: Location
+    loop: bool = False
+
+
+Flow = Union[
+    CallStep, ReadStep, WriteStep, YieldStep, ReturnStep, RaiseStep, WithBlock, TryBlock, Branch
+]
+
+
+# --------------------------------------------------------------------------
+# Scopes and modules
+
+
+class ScopeKind(enum.Enum):
+    MODULE = "module"
+    CLASS = "class"
+    FUNCTION = "function"
+    LAMBDA = "lambda"
+
+
+@record
+class Scope:
+    """A module body, class body, function or lambda, with what it states.
+
+    ``qualname`` is the full dotted name (``pkg.mod.Class.method``; module code
+    is ``pkg.mod``; lambdas are ``pkg.mod.<lambda1>`` numbered per module).
+    """
+
+    qualname: str
+    kind: ScopeKind
+    name: str
+    location: Location
+    parent: str | None
+    decorators: tuple[Expr, ...] = ()
+    decorator_texts: tuple[str, ...] = ()
+    bases: tuple[Expr, ...] = ()
+    params: tuple[Param, ...] = ()
+    returns_annotation: str | None = None
+    is_async: bool = False
+    is_generator: bool = False
+    globals_declared: tuple[str, ...] = ()
+    nonlocals_declared: tuple[str, ...] = ()
+    local_names: tuple[str, ...] = ()  # names bound in this scope
+    imports: tuple[Import, ...] = ()  # imports executed in this scope
+    calls: tuple[CallSite, ...] = ()
+    assignments: tuple[Assignment, ...] = ()
+    returns: tuple[Expr, ...] = ()
+    yields: tuple[Expr, ...] = ()
+    flow: tuple[Flow, ...] = ()
+    children: tuple[str, ...] = ()  # qualnames of nested defs/classes declared here
+    end_line: int = 0
+
+
+@record
+class ModuleSummary:
+    """Everything later stages need to know about one module."""
+
+    module: str
+    path: str
+    is_package: bool
+    scopes: tuple[Scope, ...]
+    lines: int
+    has_main_block: bool = False
+    all_names: tuple[str, ...] | None = None  # ``__all__`` when literal
+
+    @property
+    def module_scope(self) -> Scope:
+        return self.scopes[0]
+
+    @property
+    def imported_modules(self) -> frozenset[str]:
+        """Every module this one imports anywhere (for cache invalidation)."""
+        return frozenset(i.module for s in self.scopes for i in s.imports)
+
+
+@record
+class IndexResult:
+    """The outcome of indexing one file: a summary, or a diagnostic, and the
+    cost (for the progress summary and the cache statistics)."""
+
+    source: SourceFile
+    summary: ModuleSummary | None
+    diagnostic: Diagnostic | None = None
+    cached: bool = False
+
+
+# --------------------------------------------------------------------------
+# Call graph
+
+
+class Resolution(enum.Enum):
+    """How strong the evidence for a call edge is, strongest first."""
+
+    DIRECT = "direct"  # names bound by def/class/import
+    TYPED = "typed"  # receiver type from annotations, constructors, value flow
+    BY_NAME = "by-name"  # unknown receiver: every method of that name
+    JEDI = "jedi"  # settled on demand by jedi
+
+    @property
+    def weak(self) -> bool:
+        return self in (Resolution.BY_NAME, Resolution.JEDI)
+
+
+@record
+class CallEdge:
+    caller: str
+    callee: str
+    location: Location
+    resolution: Resolution
+    guards: tuple[Guard, ...] = ()
+    site: int = -1  # index into the caller scope's ``calls``
+    text: str = ""
+
+
+@record
+class UnresolvedCall:
+    """A call flagtrace could not attach to any callee in or out of the code."""
+
+    caller: str
+    location: Location
+    text: str
+    site: int
+
+
+@record
+class GraphStats:
+    nodes: int
+    edges: int
+    by_resolution: tuple[tuple[str, int], ...]
+    unresolved: int
+    jedi_queries: int = 0
+    jedi_edges: int = 0

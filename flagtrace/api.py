@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from flagtrace.callgraph import CallGraph
 from flagtrace.discover import discover
 from flagtrace.index import index_many
-from flagtrace.model import Diagnostic, IndexResult, ModuleSummary, SourceFile
+from flagtrace.model import AnalysisReport, Diagnostic, FlagReport, IndexResult, ModuleSummary, SourceFile
 from flagtrace.resolve import Resolver, resolve
 
 
@@ -68,3 +68,54 @@ def callgraph_pycg(paths: Sequence[str], jobs: int = 1) -> dict[str, list[str]]:
     project = load_project(paths, jobs=jobs)
     _, graph = build_callgraph(project)
     return graph.to_pycg()
+
+
+class AnalysisError(Exception):
+    """A usage problem found while analysing (unknown flag or entry): exit code 2."""
+
+
+def analyze(
+    paths: Sequence[str | os.PathLike[str]],
+    flags: Sequence[str],
+    entries: Sequence[str] = (),
+    *,
+    exclude: Sequence[str] = (),
+    jobs: int | None = None,
+    on_result: Callable[[IndexResult], None] | None = None,
+) -> AnalysisReport:
+    """Analyse ``flags`` in the code under ``paths``.
+
+    Flags or entries that name nothing become errors in the report (the other
+    flags are still analysed); bad files become errors too.
+    """
+    from flagtrace.effects import FlagLookupError, find_flags
+    from flagtrace.verdicts import EntryError, analyse_flag, check_entry, discover_entries
+
+    start = time.perf_counter()
+    project = load_project(paths, exclude=exclude, jobs=jobs, on_result=on_result)
+    resolver, graph = build_callgraph(project)
+    errors = list(project.diagnostics)
+    reports: list[FlagReport] = []
+    chosen: list[str] = []
+    for entry in entries:
+        try:
+            chosen.append(check_entry(resolver, entry))
+        except EntryError as exc:
+            errors.append(Diagnostic("<entry>", None, str(exc)))
+    discovered = not entries
+    if discovered:
+        chosen = discover_entries(resolver, graph)
+    for spec in flags:
+        try:
+            flag = find_flags(resolver, spec)
+        except FlagLookupError as exc:
+            errors.append(Diagnostic("<flag>", None, str(exc)))
+            continue
+        reports.append(analyse_flag(resolver, graph, flag, chosen, discovered))
+    return AnalysisReport(
+        flags=tuple(reports),
+        errors=tuple(errors),
+        files=len(project.summaries),
+        lines=project.lines,
+        seconds=time.perf_counter() - start,
+    )

@@ -89,6 +89,57 @@ def callgraph_cmd(paths: tuple[Path, ...], fmt: str, exclude: tuple[str, ...], j
     raise SystemExit(ExitCode.ERROR if project.diagnostics else ExitCode.CLEAN)
 
 
+@cli.command("check")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--flag", "flags", multiple=True, required=True, metavar="NAME", help="Flag to analyse: bare or qualified name (repeatable).")
+@click.option("--entry", "entries", multiple=True, metavar="QUALNAME", help="Entry point to judge (repeatable); default: discover them.")
+@click.option("--format", "fmt", type=click.Choice(["rich", "json"]), default="rich", show_default=True)
+@_common_options
+def check_cmd(
+    paths: tuple[Path, ...],
+    flags: tuple[str, ...],
+    entries: tuple[str, ...],
+    fmt: str,
+    exclude: tuple[str, ...],
+    jobs: int | None,
+    output: Path | None,
+    quiet: bool,
+) -> None:
+    """Can an entry point run while FLAG is set? Proof, and the setters' hazards."""
+    from flagtrace.api import analyze
+
+    report = analyze([str(p) for p in paths], flags, entries, exclude=exclude, jobs=jobs)
+    if fmt == "json":
+        from flagtrace.report.json_report import render
+
+        _write(render(report), output)
+    else:
+        from rich.console import Console
+
+        from flagtrace.report.rich_report import render as render_rich
+
+        if output is not None:
+            with output.open("w", encoding="utf-8") as fh:
+                render_rich(report, Console(file=fh, width=120, no_color=True))
+        else:
+            render_rich(report, Console(highlight=False))
+    if fmt == "json" or output is not None:
+        for d in report.errors:
+            click.echo(f"flagtrace: error: {d}", err=True)
+    raise SystemExit(exit_code_for(report))
+
+
+def exit_code_for(report: object) -> ExitCode:
+    """2 if anything could not be analysed, else 1 if anything was found, else 0."""
+    from flagtrace.model import AnalysisReport
+
+    assert isinstance(report, AnalysisReport)
+    if report.errors:
+        return ExitCode.ERROR
+    found = any(e.observes_set for f in report.flags for e in f.entries) or any(f.hazards for f in report.flags)
+    return ExitCode.FINDINGS if found else ExitCode.CLEAN
+
+
 def _print_diagnostics(diagnostics: Sequence[Any]) -> None:
     for d in diagnostics:
         click.echo(f"flagtrace: error: {d}", err=True)

@@ -499,3 +499,85 @@ class GraphStats:
     unresolved: int
     jedi_queries: int = 0
     jedi_edges: int = 0
+
+
+# --------------------------------------------------------------------------
+# Findings: what the flag engine reports (reporters read only these)
+
+
+@record
+class WitnessStep:
+    """One step of the proof that an entry can observe a flag set.
+
+    ``step`` is ``call`` (``function`` calls ``callee`` at ``location``),
+    ``enter`` (``function`` enters the setter context manager ``callee``),
+    ``set`` (``function`` calls the sticky setter ``callee``) or ``read``
+    (``function`` reads the flag, through the accessor ``callee`` if any).
+    ``before_entry`` marks steps that happen before the entry runs (a sticky
+    setter reachable elsewhere left the flag set).
+    """
+
+    step: str
+    function: str
+    location: Location
+    callee: str | None = None
+    resolution: str | None = None
+    guard: str | None = None
+    text: str = ""
+    before_entry: bool = False
+
+
+@record
+class EntryVerdict:
+    entry: str
+    observes_set: bool
+    evidence: str  # resolved | by-name | unresolved-calls
+    reason: str
+    witness: tuple[WitnessStep, ...] = ()
+    unresolved_count: int = 0
+    unresolved_sites: tuple[Location, ...] = ()
+
+
+@record
+class SetterFinding:
+    function: str
+    kind: str
+    value: str
+    location: Location
+    hazards: tuple[str, ...] = ()  # hazard kinds
+
+
+@record
+class ReaderFinding:
+    function: str
+    location: Location
+    via: str | None = None
+
+
+@record
+class Hazard:
+    code: str
+    kind: str
+    function: str
+    location: Location
+    message: str
+
+
+@record
+class FlagReport:
+    qualname: str
+    location: Location
+    initial: str
+    setters: tuple[SetterFinding, ...]
+    readers: tuple[ReaderFinding, ...]
+    entries: tuple[EntryVerdict, ...]
+    hazards: tuple[Hazard, ...]
+
+
+@record
+class AnalysisReport:
+    flags: tuple[FlagReport, ...]
+    errors: tuple[Diagnostic, ...]
+    files: int = 0
+    lines: int = 0
+    seconds: float = 0.0

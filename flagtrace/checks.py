@@ -1,0 +1,261 @@
+"""Checks: the hazard registry and the rules that find hazards in setters.
+
+Every hazard kind has a stable code, a one-line summary and an explanation
+(used by ``flagtrace explain CODE``, JSON output and future SARIF rules).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from flagtrace.effects import FlagEffects, Setter, SetterKind, ValueKind, sets_flag, walk
+from flagtrace.model import (
+    AttrExpr,
+    Branch,
+    CallStep,
+    Flow,
+    Hazard,
+    Location,
+    Scope,
+    TryBlock,
+    WithBlock,
+    WriteStep,
+    YieldStep,
+)
+from flagtrace.reach import Interpreter
+
+
+@dataclass(frozen=True, slots=True)
+class HazardRule:
+    code: str
+    kind: str
+    summary: str
+    explanation: str
+
+
+RULES: dict[str, HazardRule] = {
+    r.kind: r
+    for r in (
+        HazardRule(
+            "FT101",
+            "exception-leak",
+            "an exception after the flag is set skips the reset and leaves the flag set",
+            "The reset is not in a `finally` (or the flag is set before the `try` that protects it), "
+            "so an exception raised in the `with` body, or between the set and the `try`, leaves the "
+            "flag set for everything that runs afterwards. Put the reset in `finally`.",
+        ),
+        HazardRule(
+            "FT102",
+            "non-reentrant",
+            "the reset writes a constant instead of restoring the previous value",
+            "Nested use clears the flag early: the inner exit resets it while the outer scope still "
+            "expects it set. Save the previous value and restore it (`prev = X; X = True; try: yield; "
+            "finally: X = prev`).",
+        ),
+        HazardRule(
+            "FT103",
+            "sticky",
+            "the flag is set and some path returns without resetting it",
+            "Code that runs after this function returns sees the flag set, including code that has "
+            "nothing to do with the caller. Prefer a context manager that resets in `finally`.",
+        ),
+        HazardRule(
+            "FT104",
+            "thread-unsafe",
+            "a plain module global is set in code that runs on another thread",
+            "The flag is process-wide, so other threads observe it while this thread has it set. "
+            "Use `threading.local()` or a `contextvars.ContextVar`.",
+        ),
+    )
+}
+CODES: dict[str, HazardRule] = {r.code: r for r in RULES.values()}
+
+
+def rule(key: str) -> HazardRule | None:
+    """Look a rule up by code (``FT101``) or kind (``exception-leak``)."""
+    return RULES.get(key) or CODES.get(key.upper())
+
+
+def _hazard(kind: str, function: str, location: Location, detail: str) -> Hazard:
+    r = RULES[kind]
+    return Hazard(r.code, kind, function, location, f"{r.summary}: {detail}" if detail else r.summary)
+
+
+def find_hazards(fx: FlagEffects, interp: Interpreter) -> list[Hazard]:
+    out: list[Hazard] = []
+    for setter in fx.setters.values():
+        out.extend(_setter_hazards(fx, interp, setter))
+    out.extend(_thread_hazards(fx, interp))
+    unique = {(h.kind, h.function): h for h in out}
+    return sorted(unique.values(), key=lambda h: (h.location.path, h.location.line, h.code))
+
+
+def _setter_hazards(fx: FlagEffects, interp: Interpreter, setter: Setter) -> Iterator[Hazard]:
+    p = fx.resolver.p
+    scope = p.scopes[setter.function]
+    initial = fx.flag.initial_kind
+    name = fx.flag.name
+    if setter.kind in (SetterKind.CONTEXTMANAGER, SetterKind.ASYNCCONTEXTMANAGER):
+        resets = [w for w in setter.writes if sets_flag(w.kind, initial) is False]
+        if not resets:
+            yield _hazard("sticky", setter.function, setter.location, f"{name} is never reset after the yield")
+            return
+        leak = _unprotected_span(scope, name, fx)
+        if leak is not None:
+            yield _hazard("exception-leak", setter.function, leak, f"{name} stays set if the `with` body raises")
+        yield from _constant_resets(setter.function, resets, name)
+        return
+    if setter.kind is SetterKind.CLASS:
+        cls = p.method_class(setter.function)
+        exit_qn = f"{cls}.__aexit__" if setter.function.endswith("__aenter__") else f"{cls}.__exit__"
+        resets = [w for w in fx.writes.get(exit_qn, []) if sets_flag(w.kind, initial) is False]
+        if not resets:
+            yield _hazard("sticky", setter.function, setter.location, f"{exit_qn} does not reset {name}")
+            return
+        yield from _constant_resets(exit_qn if exit_qn in p.scopes else setter.function, resets, name)
+        return
+    # plain functions: set/reset pairs inside, or sticky setters
+    after = interp.transfer.get((setter.function, False))
+    param_setter = any(w.kind is ValueKind.PARAMETER for w in setter.writes)
+    if param_setter or (after is not None and after[1]):
+        yield _hazard("sticky", setter.function, setter.location, f"{name} is left set when {scope.name}() returns")
+        return
+    resets = [w for w in setter.writes if sets_flag(w.kind, initial) is False]
+    if resets:
+        leak = _unprotected_span(scope, name, fx)
+        if leak is not None:
+            yield _hazard("exception-leak", setter.function, leak, f"{name} stays set if a call before the reset raises")
+        yield from _constant_resets(setter.function, resets, name)
+
+
+def _constant_resets(function: str, resets: list, name: str) -> Iterator[Hazard]:  # type: ignore[type-arg]
+    for w in resets:
+        if w.kind in (ValueKind.TRUE, ValueKind.FALSE, ValueKind.NONE, ValueKind.CONSTANT, ValueKind.DELETE):
+            yield _hazard("non-reentrant", function, w.location, f"{name} is reset to {w.text} instead of its previous value")
+            return
+
+
+def _unprotected_span(scope: Scope, name: str, fx: FlagEffects) -> Location | None:
+    """Where an exception can escape while the flag is set without a ``finally``
+    that resets it: the first such point (a yield or a call), or None."""
+    initial = fx.flag.initial_kind
+
+    def is_set(step: Flow) -> bool:
+        w = fx.write_of(step) if isinstance(step, WriteStep) else None
+        return w is not None and sets_flag(w.kind, initial) is not False
+
+    def resets(flow: tuple[Flow, ...]) -> bool:
+        for s in walk(flow):
+            w = fx.write_of(s) if isinstance(s, WriteStep) else None
+            if w is not None and sets_flag(w.kind, initial) is False:
+                return True
+        return False
+
+    def scan(flow: tuple[Flow, ...], armed: bool, protected: bool) -> tuple[bool, Location | None]:
+        for step in flow:
+            if isinstance(step, WriteStep):
+                if is_set(step):
+                    armed = True
+                elif fx.write_of(step) is not None:
+                    armed = False
+                continue
+            if isinstance(step, (YieldStep,)) and armed and not protected:
+                return armed, step.location
+            if isinstance(step, CallStep) and armed and not protected:
+                call = scope.calls[step.site]
+                if not call.text.startswith(("@", "<")) and not _harmless(call.func):
+                    return armed, call.location
+            if isinstance(step, TryBlock):
+                guard = protected or resets(step.finalbody)
+                armed, hit = scan(step.body, armed, guard)
+                if hit:
+                    return armed, hit
+                for h in step.handlers:
+                    _, hit = scan(h, armed, protected)
+                    if hit:
+                        return armed, hit
+                armed, hit = scan(step.orelse, armed, protected)
+                if hit:
+                    return armed, hit
+                armed, hit = scan(step.finalbody, armed, protected)
+                if hit:
+                    return armed, hit
+            elif isinstance(step, WithBlock):
+                armed, hit = scan(step.body, armed, protected)
+                if hit:
+                    return armed, hit
+            elif isinstance(step, Branch):
+                a, hit = scan(step.body, armed, protected)
+                if hit:
+                    return a, hit
+                b, hit = scan(step.orelse, armed, protected)
+                if hit:
+                    return b, hit
+                armed = a or b
+        return armed, None
+
+    _, hit = scan(scope.flow, False, False)
+    return hit
+
+
+def _harmless(func: object) -> bool:
+    """Calls that practically never raise between a set and its ``try`` (logging)."""
+    return isinstance(func, AttrExpr) and func.attr in ("debug", "info", "warning")
+
+
+# ---------------------------------------------------------------------------- threads
+
+_THREAD_TARGET_ATTRS = {"submit": 0, "map": 0, "apply_async": 0, "run_in_executor": 1, "start_new_thread": 0}
+
+
+def _thread_targets(fx: FlagEffects) -> list[tuple[str, Location]]:
+    """Functions handed to a thread or executor: (function, where it is handed over)."""
+    r = fx.resolver
+    out: list[tuple[str, Location]] = []
+    for (qn, site), callees in r.site_callees.items():
+        scope = r.p.scopes[qn]
+        call = scope.calls[site]
+        names = [c.qualname for c in callees]
+        args = []
+        if any(n.endswith(("Thread", "Process")) and not n.endswith("Pool") for n in names):
+            args = [a.value for a in call.args if a.keyword == "target"]
+        elif isinstance(call.func, AttrExpr) and call.func.attr in _THREAD_TARGET_ATTRS:
+            looks_external = not callees or all(not c.analysed for c in callees)
+            i = _THREAD_TARGET_ATTRS[call.func.attr]
+            if looks_external and len(call.args) > i and call.args[i].keyword is None:
+                args = [call.args[i].value]
+        for a in args:
+            for v in r.eval(qn, a):
+                if v[0] == "f":
+                    out.append((v[1], call.location))
+    return out
+
+
+def _thread_hazards(fx: FlagEffects, interp: Interpreter) -> Iterator[Hazard]:
+    targets = _thread_targets(fx)
+    if not targets or not fx.setters:
+        return
+    callees: dict[str, set[str]] = {}
+    for (qn, _), cs in fx.resolver.site_callees.items():
+        callees.setdefault(qn, set()).update(c.qualname for c in cs)
+    setters = set(fx.setters)
+    for cls_setter in [s for s in fx.setters.values() if s.kind is SetterKind.CLASS]:
+        setters.add(cls_setter.function)
+    for target, where in targets:
+        seen: set[str] = set()
+        todo = [target]
+        while todo:
+            qn = todo.pop()
+            if qn in seen:
+                continue
+            seen.add(qn)
+            if qn in setters:
+                s = fx.setters[qn]
+                yield _hazard(
+                    "thread-unsafe",
+                    s.function,
+                    s.location,
+                    f"{fx.flag.name} is set on a thread started with {target} at {where.short}",
+                )
+            todo.extend(callees.get(qn, ()))

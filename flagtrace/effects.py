@@ -1,0 +1,340 @@
+"""Effects: what the analysed code does to one flag.
+
+Finds the flag's definition, every write (``global X; X = v``, ``mod.X = v``,
+``setattr(mod, "X", v)``, ``del X``), every read (``X``, ``mod.X``), the
+*accessors* (functions that just return the flag or a simple expression of it;
+calling one is a read), and the *setters*: context managers, class-based
+context managers, plain setter functions and decorators that run the wrapped
+function inside a setter.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from flagtrace.model import (
+    Branch,
+    CallExpr,
+    CallStep,
+    ConstExpr,
+    Flow,
+    Location,
+    NameExpr,
+    OpaqueExpr,
+    ReadStep,
+    ReturnStep,
+    Scope,
+    ScopeKind,
+    TryBlock,
+    WithBlock,
+    WriteStep,
+)
+from flagtrace.resolve import Resolver
+
+
+class FlagLookupError(Exception):
+    """``--flag`` names nothing, or names several module globals."""
+
+
+class ValueKind(enum.Enum):
+    TRUE = "True"
+    FALSE = "False"
+    NONE = "None"
+    CONSTANT = "constant"
+    RESTORE = "restore"
+    PARAMETER = "parameter"  # set_flag(v): the value comes from the caller
+    UNKNOWN = "unknown"
+    DELETE = "del"
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    module: str
+    name: str
+    location: Location
+    initial: str  # source text of the module-level value
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.module}.{self.name}"
+
+    @property
+    def initial_kind(self) -> ValueKind:
+        return classify_const(self.initial)
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    function: str
+    location: Location
+    kind: ValueKind
+    text: str
+    param: str | None = None  # for PARAMETER writes
+
+
+class SetterKind(enum.Enum):
+    CONTEXTMANAGER = "contextmanager"
+    ASYNCCONTEXTMANAGER = "asynccontextmanager"
+    CLASS = "class"
+    FUNCTION = "function"
+    DECORATOR = "decorator"
+
+
+@dataclass(frozen=True, slots=True)
+class Setter:
+    function: str
+    kind: SetterKind
+    value: ValueKind
+    location: Location  # the write that sets the flag
+    writes: tuple[Write, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Reader:
+    function: str
+    location: Location
+    via: str | None  # the accessor, or None for a direct read
+
+
+def classify_const(text: str) -> ValueKind:
+    if text == "True":
+        return ValueKind.TRUE
+    if text == "False":
+        return ValueKind.FALSE
+    if text == "None":
+        return ValueKind.NONE
+    return ValueKind.CONSTANT
+
+
+# --------------------------------------------------------------------------- lookup
+
+
+def find_flags(resolver: Resolver, spec: str) -> Flag:
+    """The module global ``spec`` names (bare or qualified)."""
+    candidates: list[Flag] = []
+    all_names: list[str] = []
+    for module, summary in resolver.p.modules.items():
+        top = summary.module_scope
+        seen: set[str] = set()
+        for a in top.assignments:
+            name = a.target.name
+            if name is None or name in seen:
+                continue
+            if isinstance(a.value, CallExpr) and top.calls[a.value.site].text.startswith("@"):
+                continue
+            seen.add(name)
+            all_names.append(f"{module}.{name}")
+            if spec == name or spec == f"{module}.{name}":
+                text = a.text if isinstance(a.value, ConstExpr) else (a.text or "<expression>")
+                candidates.append(Flag(module, name, a.location, text))
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        pool = all_names + sorted({n.rpartition(".")[2] for n in all_names})
+        close = difflib.get_close_matches(spec, pool, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise FlagLookupError(f"no module-level variable named {spec!r} in the analysed code{hint}")
+    names = ", ".join(sorted(c.qualname for c in candidates))
+    raise FlagLookupError(f"{spec!r} is defined in several modules ({names}); pass the qualified name")
+
+
+# --------------------------------------------------------------------------- walking flows
+
+
+def walk(flow: tuple[Flow, ...]) -> Iterator[Flow]:
+    """Every step of a flow tree, in source order."""
+    for step in flow:
+        yield step
+        if isinstance(step, WithBlock):
+            yield from walk(step.body)
+        elif isinstance(step, TryBlock):
+            yield from walk(step.body)
+            for h in step.handlers:
+                yield from walk(h)
+            yield from walk(step.orelse)
+            yield from walk(step.finalbody)
+        elif isinstance(step, Branch):
+            yield from walk(step.body)
+            yield from walk(step.orelse)
+
+
+# --------------------------------------------------------------------------- effects
+
+
+class FlagEffects:
+    """Writes, reads, accessors and setters of one flag across the program."""
+
+    def __init__(self, resolver: Resolver, flag: Flag) -> None:
+        self.resolver = resolver
+        self.flag = flag
+        self.writes: dict[str, list[Write]] = {}
+        self.direct_reads: dict[str, list[ReadStep]] = {}
+        self._write_step_kind: dict[int, Write] = {}
+        self._find_writes_and_reads()
+        self.accessors: set[str] = self._find_accessors()
+        self.setters: dict[str, Setter] = self._find_setters()
+
+    # -- per-step questions the interpreter asks
+
+    def is_flag_read(self, scope: Scope, step: ReadStep) -> bool:
+        if step.name != self.flag.name:
+            return False
+        if step.base is None:
+            return self.resolver.p.module_of.get(scope.qualname) == self.flag.module
+        return self._alias_is_flag_module(scope.qualname, step.base)
+
+    def write_of(self, step: WriteStep) -> Write | None:
+        return self._write_step_kind.get(id(step))
+
+    def accessor_callees(self, scope: Scope, site: int) -> list[str]:
+        return [c.qualname for c in self.resolver.site_callees.get((scope.qualname, site), ()) if c.qualname in self.accessors]
+
+    # -- discovery
+
+    def _alias_is_flag_module(self, qn: str, alias: str) -> bool:
+        return ("m", self.flag.module) in self.resolver.lookup(qn, alias)
+
+    def _find_writes_and_reads(self) -> None:
+        p = self.resolver.p
+        flag = self.flag
+        for qn, scope in p.scopes.items():
+            if scope.kind is ScopeKind.CLASS:
+                continue
+            in_module = p.module_of.get(qn) == flag.module
+            saved = _saved_names(scope, flag.name)
+            for step in walk(scope.flow):
+                if isinstance(step, WriteStep) and step.name == flag.name:
+                    ours = (step.base is None and in_module) or (
+                        step.base is not None and self._alias_is_flag_module(qn, step.base)
+                    )
+                    if ours and scope.kind is not ScopeKind.MODULE:
+                        w = Write(qn, step.location, *_classify_write(step, scope, saved))
+                        self.writes.setdefault(qn, []).append(w)
+                        self._write_step_kind[id(step)] = w
+                elif isinstance(step, ReadStep) and self.is_flag_read(scope, step):
+                    self.direct_reads.setdefault(qn, []).append(step)
+
+    def _find_accessors(self) -> set[str]:
+        p = self.resolver.p
+        accessors: set[str] = set()
+        for qn in self.direct_reads:
+            if _looks_like_accessor(p.scopes[qn], self.flag.name) and qn not in self.writes:
+                accessors.add(qn)
+        # accessors of accessors: ``def in_graph(): return is_in_graph()``
+        changed = True
+        while changed:
+            changed = False
+            for qn, scope in p.scopes.items():
+                if qn in accessors or scope.kind not in (ScopeKind.FUNCTION, ScopeKind.LAMBDA):
+                    continue
+                if _returns_only_call(scope) and any(
+                    c.qualname in accessors for c in self.resolver.site_callees.get((qn, 0), ())
+                ):
+                    accessors.add(qn)
+                    changed = True
+        return accessors
+
+    def _find_setters(self) -> dict[str, Setter]:
+        p = self.resolver.p
+        initial = self.flag.initial_kind
+        setters: dict[str, Setter] = {}
+        for qn, writes in self.writes.items():
+            scope = p.scopes[qn]
+            set_writes = [w for w in writes if sets_flag(w.kind, initial) is not False]
+            if not set_writes:
+                continue
+            first = set_writes[0]
+            kind = SetterKind.FUNCTION
+            texts = scope.decorator_texts
+            if scope.is_generator and any(t.endswith("asynccontextmanager") for t in texts):
+                kind = SetterKind.ASYNCCONTEXTMANAGER
+            elif scope.is_generator and any(t.endswith("contextmanager") for t in texts):
+                kind = SetterKind.CONTEXTMANAGER
+            elif scope.name in ("__enter__", "__aenter__") and p.method_class(qn):
+                kind = SetterKind.CLASS
+            setters[qn] = Setter(qn, kind, first.kind, first.location, tuple(writes))
+        return setters
+
+    def close_names(self) -> list[str]:
+        return sorted(self.setters)
+
+
+def sets_flag(kind: ValueKind, initial: ValueKind) -> bool | None:
+    """Does writing a value of this kind set the flag? None: cannot tell."""
+    if kind in (ValueKind.RESTORE,):
+        return False
+    if kind in (ValueKind.UNKNOWN, ValueKind.PARAMETER):
+        return None
+    if kind is ValueKind.DELETE:
+        return False
+    if initial in (ValueKind.TRUE, ValueKind.FALSE, ValueKind.NONE):
+        return kind is not initial
+    return kind is not ValueKind.CONSTANT or None  # other constants: may differ from the initial one
+
+
+def _saved_names(scope: Scope, flag: str) -> set[str]:
+    """Locals assigned from the flag (``prev = _flag``, ``old = mod._flag``)."""
+    out = set()
+    for a in scope.assignments:
+        if a.target.name is None:
+            continue
+        v = a.value
+        if isinstance(v, NameExpr) and v.name == flag:
+            out.add(a.target.name)
+        elif a.text.split(".")[-1] == flag:
+            out.add(a.target.name)
+    return out
+
+
+def _classify_write(step: WriteStep, scope: Scope, saved: set[str]) -> tuple[ValueKind, str, str | None]:
+    v = step.value
+    if v is None:
+        return ValueKind.DELETE, "del", None
+    if step.augmented:
+        return ValueKind.UNKNOWN, step.value_text, None
+    if isinstance(v, ConstExpr):
+        return classify_const(v.value), step.value_text, None
+    if isinstance(v, NameExpr):
+        if v.name in saved:
+            return ValueKind.RESTORE, step.value_text, None
+        if any(p.name == v.name for p in scope.params):
+            return ValueKind.PARAMETER, step.value_text, v.name
+    return ValueKind.UNKNOWN, step.value_text, None
+
+
+def _looks_like_accessor(scope: Scope, flag: str) -> bool:
+    """A function that returns the flag or a simple expression of it."""
+    if scope.kind not in (ScopeKind.FUNCTION, ScopeKind.LAMBDA) or scope.is_generator:
+        return False
+    returns = [s for s in walk(scope.flow) if isinstance(s, ReturnStep)]
+    if not returns or any(r.value is None for r in returns):
+        return False
+    if any(isinstance(s, (WithBlock, WriteStep)) for s in walk(scope.flow)):
+        return False
+    if len(scope.calls) > 2:
+        return False
+    return any(_mentions(r.value, flag) for r in returns)
+
+
+def _mentions(expr: object, name: str) -> bool:
+    if isinstance(expr, NameExpr):
+        return expr.name == name
+    if isinstance(expr, OpaqueExpr):
+        return name in expr.text or any(_mentions(p, name) for p in expr.parts)
+    from flagtrace.model import AttrExpr
+
+    if isinstance(expr, AttrExpr):
+        return expr.attr == name or _mentions(expr.base, name)
+    return False
+
+
+def _returns_only_call(scope: Scope) -> bool:
+    steps = list(walk(scope.flow))
+    return (
+        len(scope.calls) == 1
+        and all(isinstance(s, (CallStep, ReturnStep, ReadStep)) for s in steps)
+        and any(isinstance(s, ReturnStep) and isinstance(s.value, CallExpr) for s in steps)
+    )

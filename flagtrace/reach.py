@@ -1,0 +1,524 @@
+"""Reach: can an entry point run a read of the flag while the flag is set?
+
+The flag's state is tiny: it may be *unset* (its initial value), *set* (any
+other value), or either. Function bodies are interpreted flow-sensitively
+(statement order, ``with`` bodies, ``try/finally``, branches, loops, early
+returns); calls apply the callee's *transfer* (what it leaves the flag as),
+computed to a fixpoint for the few functions that can reach a write.
+
+Interprocedural reachability is a search over (function, state-on-entry)
+pairs; the witness is the path with the fewest by-name hops, shortest among
+those, from the entry to a read that runs with the flag set.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from flagtrace.callgraph import CallGraph, owner_of
+from flagtrace.effects import FlagEffects, SetterKind, ValueKind, classify_const, sets_flag
+from flagtrace.model import (
+    Branch,
+    CallExpr,
+    CallStep,
+    ConstExpr,
+    Flow,
+    Guard,
+    Location,
+    RaiseStep,
+    ReadStep,
+    Resolution,
+    ReturnStep,
+    Scope,
+    ScopeKind,
+    TryBlock,
+    WithBlock,
+    WriteStep,
+    YieldStep,
+)
+from flagtrace.resolve import Callee
+
+
+@dataclass(frozen=True, slots=True)
+class SetEvent:
+    """Where the flag became set: entering a context manager, or a setter call."""
+
+    kind: str  # "enter" | "set"
+    function: str
+    location: Location
+    via: str  # the setter's qualname
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    unset: bool
+    set: bool
+    origin: SetEvent | None = None  # set inside the current function (None: inherited)
+
+    @property
+    def key(self) -> tuple[bool, bool]:
+        return (self.unset, self.set)
+
+    def join(self, other: State | None) -> State:
+        if other is None:
+            return self
+        return State(self.unset or other.unset, self.set or other.set, self.origin or other.origin)
+
+
+UNSET = State(True, False)
+SET = State(False, True)
+
+
+def join(a: State | None, b: State | None) -> State | None:
+    if a is None:
+        return b
+    return a.join(b)
+
+
+@dataclass(slots=True)
+class Run:
+    """What interpreting one function body from one entry state observed."""
+
+    calls: list[tuple[int, State]] = field(default_factory=list)  # (site, state before the call)
+    reads: list[tuple[Location, str | None, State]] = field(default_factory=list)
+    exit: State | None = None
+    yields: State | None = None
+
+
+class Interpreter:
+    """Abstract interpretation of flows for one flag."""
+
+    def __init__(self, effects: FlagEffects) -> None:
+        self.fx = effects
+        self.p = effects.resolver.p
+        self.site_callees = effects.resolver.site_callees
+        self.transfer: dict[tuple[str, bool], tuple[bool, bool]] = {}
+        self.writers = self._functions_reaching_writes()
+        self._compute_transfers()
+
+    # ---------------------------------------------------------------- transfers
+
+    def _functions_reaching_writes(self) -> set[str]:
+        callers: dict[str, set[str]] = {}
+        for (qn, _), callees in self.site_callees.items():
+            for c in callees:
+                callers.setdefault(c.qualname, set()).add(qn)
+        out: set[str] = set()
+        todo = deque(self.fx.writes)
+        while todo:
+            qn = todo.popleft()
+            if qn in out:
+                continue
+            out.add(qn)
+            todo.extend(callers.get(qn, ()))
+        return out
+
+    def _compute_transfers(self) -> None:
+        for _ in range(20):
+            changed = False
+            for qn in sorted(self.writers):
+                scope = self.p.scopes.get(qn)
+                if scope is None or scope.kind is ScopeKind.CLASS:
+                    continue
+                for entry_set in (False, True):
+                    run = self.run(scope, SET if entry_set else UNSET)
+                    out = run.exit.key if run.exit is not None else (False, False)
+                    if self.transfer.get((qn, entry_set)) != out:
+                        self.transfer[(qn, entry_set)] = out
+                        changed = True
+            if not changed:
+                break
+
+    def is_cm(self, qn: str) -> bool:
+        scope = self.p.scopes.get(qn)
+        return scope is not None and scope.is_generator and any(t.endswith("contextmanager") for t in scope.decorator_texts)
+
+    def apply_call(self, scope: Scope, site: int, state: State) -> State:
+        """The state after a call, given the callees' transfers."""
+        callees = [c for c in self.site_callees.get((scope.qualname, site), ()) if c.analysed]
+        if not callees:
+            return state
+        result: State | None = None
+        call = scope.calls[site]
+        for c in callees:
+            qn = c.qualname
+            if qn not in self.writers or self.is_cm(qn):
+                result = join(result, state)
+                continue
+            param_write = self._parameter_write(qn)
+            if param_write is not None:
+                result = join(result, self._param_setter(scope, call, qn, param_write, state))
+                continue
+            outs: list[tuple[bool, bool]] = []
+            if state.unset:
+                outs.append(self.transfer.get((qn, False), (True, False)))
+            if state.set:
+                outs.append(self.transfer.get((qn, True), (False, True)))
+            unset = any(o[0] for o in outs)
+            set_ = any(o[1] for o in outs)
+            origin = state.origin
+            if set_ and state.unset and self.transfer.get((qn, False), (True, False))[1]:
+                origin = origin if state.set else SetEvent("set", scope.qualname, call.location, qn, call.text)
+            result = join(result, State(unset, set_, origin if set_ else None))
+        return result if result is not None else state
+
+    def _parameter_write(self, qn: str) -> str | None:
+        for w in self.fx.writes.get(qn, ()):
+            if w.kind is ValueKind.PARAMETER:
+                return w.param
+        return None
+
+    def _param_setter(self, scope: Scope, call: object, qn: str, param: str, state: State) -> State:
+        """``set_flag(True)``: the argument decides."""
+        from flagtrace.model import CallSite
+
+        assert isinstance(call, CallSite)
+        target = self.p.scopes[qn]
+        names = [p.name for p in target.params]
+        value = None
+        if self.p.method_class(qn) is not None and names:
+            names = names[1:]
+        for i, arg in enumerate(call.args):
+            if arg.keyword == param or (arg.keyword is None and i < len(names) and names[i] == param):
+                value = arg.value
+        initial = self.fx.flag.initial_kind
+        if isinstance(value, ConstExpr):
+            sets = sets_flag(classify_const(value.value), initial)
+        else:
+            sets = None
+        event = SetEvent("set", scope.qualname, call.location, qn, call.text)
+        if sets is True:
+            return State(False, True, event)
+        if sets is False:
+            return UNSET
+        return State(True, True, state.origin if state.set else event)
+
+    # ---------------------------------------------------------------- bodies
+
+    def run(self, scope: Scope, entry: State, resume: State | None = None, on_call: Callable[[int, State], None] | None = None) -> Run:
+        out = Run()
+        ctx = _Ctx(scope, entry, resume, out)
+        end = self._block(scope.flow, entry, ctx)
+        out.exit = join(out.exit, end)
+        return out
+
+    def _block(self, flow: Iterable[Flow], state: State | None, ctx: _Ctx) -> State | None:
+        for step in flow:
+            if state is None:
+                return None
+            state = self._step(step, state, ctx)
+        return state
+
+    def _step(self, step: Flow, state: State, ctx: _Ctx) -> State | None:
+        t = type(step)
+        scope = ctx.scope
+        if t is CallStep:
+            site = step.site  # type: ignore[union-attr]
+            ctx.run.calls.append((site, state))
+            for acc in self.fx.accessor_callees(scope, site):
+                ctx.run.reads.append((scope.calls[site].location, acc, state))
+            call = scope.calls[site]
+            if call.text.startswith("@") or call.text.startswith("<"):
+                return state
+            entered = self._enter_context_call(scope, site, state)
+            if entered is not None:
+                return entered
+            return self.apply_call(scope, site, state)
+        if t is ReadStep:
+            if self.fx.is_flag_read(scope, step):  # type: ignore[arg-type]
+                ctx.run.reads.append((step.location, None, state))  # type: ignore[union-attr]
+            return state
+        if t is WriteStep:
+            w = self.fx.write_of(step)  # type: ignore[arg-type]
+            if w is None:
+                return state
+            if w.kind is ValueKind.RESTORE:
+                return ctx.entry
+            sets = sets_flag(w.kind, self.fx.flag.initial_kind)
+            event = SetEvent("set", scope.qualname, w.location, scope.qualname, f"{self.fx.flag.name} = {w.text}")
+            if sets is True:
+                return State(False, True, event)
+            if sets is False:
+                return UNSET
+            return State(True, True, state.origin if state.set else event)
+        if t is YieldStep:
+            ctx.run.yields = join(ctx.run.yields, state)
+            return ctx.resume if ctx.resume is not None else state
+        if t is ReturnStep:
+            ctx.run.exit = join(ctx.run.exit, state)
+            return None
+        if t is RaiseStep:
+            ctx.run.exit = join(ctx.run.exit, state)
+            return None
+        if t is WithBlock:
+            return self._with(step, state, ctx)  # type: ignore[arg-type]
+        if t is TryBlock:
+            assert isinstance(step, TryBlock)
+            body_end = self._block(step.body, state, ctx)
+            handler_in = state.join(body_end) if body_end is not None else state
+            ends: State | None = None
+            if step.orelse:
+                ends = self._block(step.orelse, body_end, ctx) if body_end is not None else None
+            else:
+                ends = body_end
+            for h in step.handlers:
+                ends = join(ends, self._block(h, handler_in, ctx))
+            if step.finalbody:
+                # the finally block also runs on the exceptional path
+                self._block(step.finalbody, handler_in, ctx)
+                if ends is None:
+                    return None
+                return self._block(step.finalbody, ends, ctx)
+            return ends
+        if t is Branch:
+            assert isinstance(step, Branch)
+            if step.loop:
+                once = self._block(step.body, state, ctx)
+                again = self._block(step.body, state.join(once), ctx) if once is not None else None
+                after = state.join(once).join(again) if once is not None else state
+                if step.orelse:
+                    return join(self._block(step.orelse, after, ctx), None)
+                return after
+            a = self._block(step.body, state, ctx)
+            b = self._block(step.orelse, state, ctx) if step.orelse else state
+            return join(a, b)
+        return state
+
+    def _with(self, step: WithBlock, state: State, ctx: _Ctx) -> State | None:
+        scope = ctx.scope
+        inside = state
+        exits: list[tuple[str, State, str]] = []  # (kind, state before, qualname) to undo after the body
+        for item in step.items:
+            for kind, qn in self._context_managers(scope, item.expr):
+                before = inside
+                if kind == "cm":
+                    run = self.run(self.p.scopes[qn], before)
+                    now = run.yields if run.yields is not None else before
+                else:  # class-based: __enter__'s transfer
+                    now = self._apply_function(qn, before)
+                if now.set and not before.set:
+                    now = State(now.unset, True, SetEvent("enter", scope.qualname, step.location, _setter_name(qn), item.text))
+                elif now.set:
+                    now = State(now.unset, True, before.origin or now.origin)
+                inside = now
+                exits.append((kind, before, qn))
+        end = self._block(step.body, inside, ctx)
+        if end is None:
+            return None
+        for kind, before, qn in reversed(exits):
+            if kind == "cm":
+                run = self.run(self.p.scopes[qn], before, resume=end)
+                end = run.exit if run.exit is not None else end
+            else:
+                exit_qn = qn.rpartition(".")[0] + (".__aexit__" if qn.endswith("__aenter__") else ".__exit__")
+                end = self._apply_function(exit_qn, end)
+        if any(self._is_exit_stack(scope, item.expr) for item in step.items):
+            return state.join(UNSET) if not state.set else state
+        return end
+
+    def _apply_function(self, qn: str, state: State) -> State:
+        if qn not in self.writers:
+            return state
+        outs = []
+        if state.unset:
+            outs.append(self.transfer.get((qn, False), (True, False)))
+        if state.set:
+            outs.append(self.transfer.get((qn, True), (False, True)))
+        return State(any(o[0] for o in outs), any(o[1] for o in outs), state.origin)
+
+    def _context_managers(self, scope: Scope, expr: object) -> list[tuple[str, str]]:
+        """Setter context managers a ``with`` item enters: ("cm", generator) or ("class", __enter__)."""
+        out: list[tuple[str, str]] = []
+        if isinstance(expr, CallExpr):
+            for c in self.site_callees.get((scope.qualname, expr.site), ()):
+                if c.qualname in self.writers and self.is_cm(c.qualname):
+                    out.append(("cm", c.qualname))
+        for v in self.fx.resolver.eval(scope.qualname, expr):  # type: ignore[arg-type]
+            if v[0] == "i":
+                for m in self.fx.resolver.class_attribute(v[1], "__enter__") | self.fx.resolver.class_attribute(v[1], "__aenter__"):
+                    if m[0] == "f" and m[1] in self.writers:
+                        out.append(("class", m[1]))
+        return out
+
+    def _enter_context_call(self, scope: Scope, site: int, state: State) -> State | None:
+        """``stack.enter_context(cm())``: the rest of the ``with ExitStack()`` body runs inside."""
+        call = scope.calls[site]
+        func = call.func
+        from flagtrace.model import AttrExpr
+
+        if not (isinstance(func, AttrExpr) and func.attr in ("enter_context", "enter_async_context") and call.args):
+            return None
+        now = state
+        for kind, qn in self._context_managers(scope, call.args[0].value):
+            before = now
+            if kind == "cm":
+                run = self.run(self.p.scopes[qn], before)
+                now = run.yields if run.yields is not None else before
+            else:
+                now = self._apply_function(qn, before)
+            if now.set and not before.set:
+                now = State(now.unset, True, SetEvent("enter", scope.qualname, call.location, _setter_name(qn), call.text))
+        return now if now is not state else None
+
+    def _is_exit_stack(self, scope: Scope, expr: object) -> bool:
+        if isinstance(expr, CallExpr):
+            return any(c.qualname.endswith("ExitStack") for c in self.site_callees.get((scope.qualname, expr.site), ()))
+        return False
+
+
+def _setter_name(qn: str) -> str:
+    """``pkg.Mode.__enter__`` is shown as the class ``pkg.Mode``."""
+    if qn.endswith(("__enter__", "__aenter__")):
+        return qn.rpartition(".")[0]
+    return qn
+
+
+@dataclass(slots=True)
+class _Ctx:
+    scope: Scope
+    entry: State
+    resume: State | None
+    run: Run
+
+
+# ---------------------------------------------------------------------------- search
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    caller: str
+    callee: str
+    location: Location
+    resolution: Resolution
+    guards: tuple[Guard, ...]
+    text: str
+    set_here: SetEvent | None  # the flag became set in ``caller`` before this call
+
+
+@dataclass(frozen=True, slots=True)
+class ReadHit:
+    function: str
+    location: Location
+    via: str | None
+    set_here: SetEvent | None
+
+
+@dataclass(frozen=True, slots=True)
+class Witness:
+    hops: tuple[Hop, ...]
+    read: ReadHit
+    preset: bool  # the flag was already set when the entry started
+
+    @property
+    def by_name_hops(self) -> int:
+        return sum(1 for h in self.hops if h.resolution.weak)
+
+
+Node = tuple[str, tuple[bool, bool]]
+
+
+class Reach:
+    """Searches the (function, state-on-entry) graph, memoising body runs."""
+
+    def __init__(self, interp: Interpreter, graph: CallGraph) -> None:
+        self.i = interp
+        self.graph = graph
+        self.p = interp.p
+        self._expanded: dict[Node, tuple[list[tuple[Node, Hop]], list[ReadHit]]] = {}
+
+    def expand(self, node: Node) -> tuple[list[tuple[Node, Hop]], list[ReadHit]]:
+        memo = self._expanded.get(node)
+        if memo is not None:
+            return memo
+        qn, (unset, set_) = node
+        scope = self.p.scopes.get(qn)
+        edges: list[tuple[Node, Hop]] = []
+        hits: list[ReadHit] = []
+        if scope is not None:
+            run = self.i.run(scope, State(unset, set_))
+            for site, state in run.calls:
+                call = scope.calls[site]
+                for c in self.i.site_callees.get((qn, site), ()):
+                    if not c.analysed or c.qualname not in self.p.scopes:
+                        continue
+                    callee_scope = self.p.scopes[c.qualname]
+                    if callee_scope.kind is ScopeKind.CLASS:
+                        continue
+                    hop = Hop(qn, c.qualname, call.location, c.resolution, call.guards, call.text, state.origin)
+                    edges.append(((c.qualname, state.key), hop))
+            for location, via, state in run.reads:
+                if state.set:
+                    hits.append(ReadHit(qn, location, via, state.origin))
+            # class bodies nested in this scope run with it
+            for child in scope.children:
+                cs = self.p.scopes.get(child)
+                if cs is not None and cs.kind is ScopeKind.CLASS:
+                    edges.append(((child, (unset, set_)), Hop(qn, child, cs.location, Resolution.DIRECT, (), "class " + cs.name, None)))
+        self._expanded[node] = (edges, hits)
+        return edges, hits
+
+    def witness(self, entry: str, start: tuple[bool, bool], limit: int = 400_000) -> Witness | None:
+        """Fewest by-name hops first, then fewest hops."""
+        counter = itertools.count()
+        start_node: Node = (entry, start)
+        best: dict[Node, tuple[int, int]] = {start_node: (0, 0)}
+        parent: dict[Node, tuple[Node, Hop] | None] = {start_node: None}
+        heap: list[tuple[int, int, int, Node]] = [(0, 0, next(counter), start_node)]
+        seen = 0
+        while heap and seen < limit:
+            weak, length, _, node = heapq.heappop(heap)
+            if best.get(node, (1 << 30, 0)) < (weak, length):
+                continue
+            seen += 1
+            edges, hits = self.expand(node)
+            if hits:
+                hops: list[Hop] = []
+                cur: Node | None = node
+                while cur is not None and parent[cur] is not None:
+                    prev, hop = parent[cur]  # type: ignore[misc]
+                    hops.append(hop)
+                    cur = prev
+                hops.reverse()
+                hit = min(hits, key=lambda h: (h.set_here is None, h.location))
+                return Witness(tuple(hops), hit, preset=start[1])
+            for nxt, hop in edges:
+                cost = (weak + (1 if hop.resolution.weak else 0), length + 1)
+                if cost < best.get(nxt, (1 << 30, 0)):
+                    best[nxt] = cost
+                    parent[nxt] = (node, hop)
+                    heapq.heappush(heap, (cost[0], cost[1], next(counter), nxt))
+        return None
+
+    def reachable_functions(self, entry: str, start: tuple[bool, bool]) -> set[str]:
+        seen: set[Node] = set()
+        todo = [(entry, start)]
+        while todo:
+            node = todo.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            edges, _ = self.expand(node)
+            todo.extend(n for n, _ in edges if n not in seen)
+        return {n[0] for n in seen}
+
+
+def sticky_sites(interp: Interpreter) -> list[tuple[str, int, str]]:
+    """Call sites anywhere that leave the flag set when they return: (caller, site, setter)."""
+    out = []
+    for (qn, site), callees in interp.site_callees.items():
+        scope = interp.p.scopes[qn]
+        if scope.kind is ScopeKind.CLASS:
+            continue
+        for c in callees:
+            if c.qualname not in interp.writers or interp.is_cm(c.qualname):
+                continue
+            after = interp.apply_call(scope, site, UNSET)
+            if after.set:
+                out.append((qn, site, c.qualname))
+                break
+    return sorted(out)

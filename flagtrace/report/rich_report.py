@@ -1,0 +1,99 @@
+"""``--format rich`` (the default): verdicts first, the witness as a tree with
+file:line and the source line, hazards as a table."""
+
+from __future__ import annotations
+
+import linecache
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from flagtrace.model import AnalysisReport, EntryVerdict, FlagReport, WitnessStep
+
+_STEP_STYLE = {"call": "cyan", "enter": "bold magenta", "set": "bold magenta", "read": "bold red"}
+
+
+def _source(step: WitnessStep) -> str:
+    return linecache.getline(step.location.path, step.location.line).strip()
+
+
+def _step_label(step: WitnessStep) -> Text:
+    t = Text()
+    t.append(f"{step.step:<5} ", style=_STEP_STYLE.get(step.step, ""))
+    if step.step == "call":
+        t.append(f"{step.function} -> {step.callee}")
+        if step.resolution and step.resolution != "direct":
+            t.append(f"  [{step.resolution}]", style="yellow" if step.resolution in ("by-name", "jedi") else "dim")
+    elif step.step == "enter":
+        t.append(f"{step.function} enters {step.callee}()  (flag set from here)")
+    elif step.step == "set":
+        t.append(f"{step.function} calls sticky setter {step.callee}()")
+    else:
+        via = f" via {step.callee}()" if step.callee else ""
+        t.append(f"{step.function} reads the flag{via}")
+    if step.before_entry:
+        t.append("  (before the entry runs)", style="dim")
+    t.append(f"\n      {step.location.path}:{step.location.line}", style="dim")
+    src = _source(step)
+    if src:
+        t.append(f"  {src}", style="green")
+    if step.guard:
+        t.append("\n      guarded by: ", style="dim")
+        t.append(step.guard, style="yellow")
+    return t
+
+
+def _entry(e: EntryVerdict) -> Tree | Text:
+    if e.observes_set:
+        head = Text.assemble(("OBSERVES SET ", "bold red"), (e.entry, "bold"), (f"  evidence: {e.evidence}", "dim"))
+        tree = Tree(head)
+        tree.add(Text(e.reason, style="dim"))
+        path = tree.add(Text("witness (entry first):", style="dim"))
+        for i, step in enumerate(e.witness, 1):
+            label = Text(f"{i:>2}. ", style="dim")
+            label.append_text(_step_label(step))
+            path.add(label)
+        return tree
+    head = Text.assemble(("never observes set ", "bold green"), (e.entry, "bold"), (f"  evidence: {e.evidence}", "dim"))
+    tree = Tree(head)
+    tree.add(Text(e.reason))
+    for loc in e.unresolved_sites:
+        tree.add(Text(f"unresolved call at {loc.path}:{loc.line}", style="yellow"))
+    return tree
+
+
+def _flag(f: FlagReport) -> Group:
+    parts: list[object] = [Text.assemble(("flag ", "bold"), (f.qualname, "bold cyan"), f"  (initially {f.initial}, {f.location.path}:{f.location.line})")]
+    for e in f.entries:
+        parts.append(_entry(e))
+    if not f.entries:
+        parts.append(Text("no entry point observes the flag set", style="green"))
+    if f.setters:
+        t = Table(title="setters", title_justify="left", show_edge=False)
+        for col in ("function", "kind", "sets", "where", "hazards"):
+            t.add_column(col)
+        for s in f.setters:
+            t.add_row(s.function, s.kind, s.value, f"{s.location.path}:{s.location.line}", ", ".join(s.hazards) or "-")
+        parts.append(t)
+    if f.hazards:
+        t = Table(title="hazards", title_justify="left", show_edge=False)
+        for col in ("code", "hazard", "function", "where"):
+            t.add_column(col)
+        t.add_column("why", overflow="fold")
+        for h in f.hazards:
+            t.add_row(h.code, h.kind, h.function, f"{h.location.path}:{h.location.line}", h.message.partition(": ")[2] or h.message)
+        parts.append(t)
+    parts.append(Text(f"{len(f.readers)} read site(s) of the flag", style="dim"))
+    return Group(*parts)  # type: ignore[arg-type]
+
+
+def render(report: AnalysisReport, console: Console) -> None:
+    for f in report.flags:
+        console.print(_flag(f))
+        console.print()
+    for d in report.errors:
+        where = d.path if d.line is None else f"{d.path}:{d.line}"
+        console.print(Text(f"error: {where}: {d.message}", style="red"))
+    console.print(Text(f"{report.files} files, {report.lines} lines analysed in {report.seconds:.1f}s", style="dim"))

@@ -1,0 +1,279 @@
+"""Verdicts: one ``FlagReport`` per flag, with a verdict and proof per entry.
+
+Puts together effects (setters, readers), reach (witness search) and checks
+(hazards); turns internal search results into the plain ``model`` findings
+that reporters print.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from flagtrace.callgraph import CallGraph
+from flagtrace.checks import find_hazards
+from flagtrace.effects import Flag, FlagEffects
+from flagtrace.model import (
+    EntryVerdict,
+    FlagReport,
+    Guard,
+    Location,
+    ReaderFinding,
+    ScopeKind,
+    SetterFinding,
+    WitnessStep,
+)
+from flagtrace.reach import Interpreter, Reach, Witness, sticky_sites
+from flagtrace.resolve import Resolver
+
+MAX_UNRESOLVED_SHOWN = 5
+
+
+class EntryError(Exception):
+    """An ``--entry`` that names no function in the analysed code."""
+
+
+def discover_entries(resolver: Resolver, graph: CallGraph, configured: Sequence[str] = ()) -> list[str]:
+    """Functions nobody in the analysed code calls, modules with a ``__main__``
+    block, and configured entries."""
+    p = resolver.p
+    out: set[str] = set(configured)
+    for qn, scope in p.scopes.items():
+        if scope.kind is ScopeKind.FUNCTION:
+            parent = p.scopes.get(scope.parent) if scope.parent else None
+            if parent is not None and parent.kind in (ScopeKind.FUNCTION, ScopeKind.LAMBDA):
+                continue  # nested functions run when their parent calls them
+            if not graph.callers(qn):
+                out.add(qn)
+        elif scope.kind is ScopeKind.MODULE and p.modules[qn].has_main_block:
+            out.add(qn)
+    return sorted(out)
+
+
+def check_entry(resolver: Resolver, entry: str) -> str:
+    if entry in resolver.p.scopes and resolver.p.scopes[entry].kind is not ScopeKind.CLASS:
+        return entry
+    import difflib
+
+    close = difflib.get_close_matches(entry, list(resolver.p.scopes), n=3, cutoff=0.75)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise EntryError(f"entry point {entry!r} is not a function or module in the analysed code{hint}")
+
+
+def analyse_flag(
+    resolver: Resolver,
+    graph: CallGraph,
+    flag: Flag,
+    entries: Sequence[str],
+    discovered: bool,
+) -> FlagReport:
+    fx = FlagEffects(resolver, flag)
+    interp = Interpreter(fx)
+    reach = Reach(interp, graph)
+    hazards = find_hazards(fx, interp)
+    by_setter: dict[str, list[str]] = {}
+    for h in hazards:
+        by_setter.setdefault(_setter_key(fx, h.function), []).append(h.kind)
+    setters = tuple(
+        SetterFinding(s.function, s.kind.value, s.value.value, s.location, tuple(sorted(set(by_setter.get(s.function, [])))))
+        for s in sorted(fx.setters.values(), key=lambda s: s.function)
+    )
+    readers = _readers(fx)
+    preset = _preset(interp, graph)
+    verdicts = []
+    for entry in entries:
+        verdict = _verdict(fx, interp, reach, graph, entry, preset)
+        if discovered and not verdict.observes_set:
+            continue
+        verdicts.append(verdict)
+    return FlagReport(
+        qualname=flag.qualname,
+        location=flag.location,
+        initial=flag.initial,
+        setters=setters,
+        readers=readers,
+        entries=tuple(verdicts),
+        hazards=tuple(hazards),
+    )
+
+
+def _setter_key(fx: FlagEffects, function: str) -> str:
+    """Hazards on ``Cls.__exit__`` belong to the setter ``Cls.__enter__``."""
+    if function.endswith(("__exit__", "__aexit__")):
+        cls = function.rpartition(".")[0]
+        for name in ("__enter__", "__aenter__"):
+            if f"{cls}.{name}" in fx.setters:
+                return f"{cls}.{name}"
+    return function
+
+
+def _readers(fx: FlagEffects) -> tuple[ReaderFinding, ...]:
+    out: list[ReaderFinding] = []
+    p = fx.resolver.p
+    for qn, steps in fx.direct_reads.items():
+        for step in steps:
+            out.append(ReaderFinding(qn, step.location, None))
+    for (qn, site), callees in fx.resolver.site_callees.items():
+        scope = p.scopes[qn]
+        for c in callees:
+            if c.qualname in fx.accessors:
+                out.append(ReaderFinding(_owner(fx, qn), scope.calls[site].location, c.qualname))
+    unique = {(r.function, r.location, r.via): r for r in out}
+    return tuple(sorted(unique.values(), key=lambda r: (r.location.path, r.location.line, r.function)))
+
+
+def _owner(fx: FlagEffects, qn: str) -> str:
+    from flagtrace.callgraph import owner_of
+
+    return owner_of(fx.resolver, qn)
+
+
+def _preset(interp: Interpreter, graph: CallGraph) -> tuple[list[WitnessStep], bool]:
+    """If a sticky setter runs anywhere, entries may start with the flag set:
+    the steps showing where (a root, a path to the setter call)."""
+    sites = sticky_sites(interp)
+    if not sites:
+        return [], False
+    p = interp.p
+    caller, site, setter = sites[0]
+    call = p.scopes[caller].calls[site]
+    steps: list[WitnessStep] = []
+    # a path from some root to the caller, for context
+    roots = [n for n in graph.nodes() if graph.is_analysed(n) and not graph.callers(n)]
+    path: list[str] | None = None
+    for root in roots:
+        path = graph.shortest_path(root, caller)
+        if path:
+            break
+    if path:
+        for a, b in zip(path, path[1:]):
+            e = graph.sites(a, b)[0]
+            steps.append(WitnessStep("call", a, e.location, b, e.resolution.value, _guards(interp, a, e.guards), e.text, True))
+    steps.append(WitnessStep("set", caller, call.location, setter, None, _guards(interp, caller, call.guards), call.text, True))
+    return steps, True
+
+
+def _verdict(
+    fx: FlagEffects,
+    interp: Interpreter,
+    reach: Reach,
+    graph: CallGraph,
+    entry: str,
+    preset: tuple[list[WitnessStep], bool],
+) -> EntryVerdict:
+    pre_steps, may_be_preset = preset
+    witness = reach.witness(entry, (True, False))
+    pre: list[WitnessStep] = []
+    if witness is None and may_be_preset:
+        witness = reach.witness(entry, (True, True))
+        pre = pre_steps
+    if witness is not None:
+        steps = pre + _witness_steps(interp, witness)
+        weak = witness.by_name_hops > 0
+        hops = len(witness.hops)
+        via = f" via {witness.read.via}()" if witness.read.via else ""
+        reason = (
+            f"{fx.flag.name} can be set when {witness.read.function} reads it{via} "
+            f"at {witness.read.location.short} ({hops} call{'s' if hops != 1 else ''} from {entry})"
+        )
+        if pre:
+            reason += "; a sticky setter elsewhere may leave it set before the entry runs"
+        return EntryVerdict(entry, True, "by-name" if weak else "resolved", reason, tuple(steps))
+    return _never(fx, interp, reach, graph, entry)
+
+
+def _witness_steps(interp: Interpreter, w: Witness) -> list[WitnessStep]:
+    out: list[WitnessStep] = []
+    for hop in w.hops:
+        if hop.set_here is not None and not any(s.step in ("enter", "set") and s.location == hop.set_here.location for s in out):
+            ev = hop.set_here
+            out.append(WitnessStep(ev.kind, ev.function, ev.location, ev.via, None, None, ev.text))
+        out.append(
+            WitnessStep(
+                "call",
+                hop.caller,
+                hop.location,
+                hop.callee,
+                hop.resolution.value,
+                _guards(interp, hop.caller, hop.guards),
+                hop.text,
+            )
+        )
+    r = w.read
+    if r.set_here is not None and not any(s.location == r.set_here.location for s in out):
+        ev = r.set_here
+        out.append(WitnessStep(ev.kind, ev.function, ev.location, ev.via, None, None, ev.text))
+    out.append(WitnessStep("read", r.function, r.location, r.via, None, None, interp.fx.flag.name))
+    return out
+
+
+def _guards(interp: Interpreter, function: str, guards: tuple[Guard, ...]) -> str | None:
+    """Guards as source; a local assigned once from an expression shows that expression."""
+    if not guards:
+        return None
+    scope = interp.p.scopes.get(function)
+    singles: dict[str, str] = {}
+    if scope is not None:
+        counts: dict[str, int] = {}
+        for a in scope.assignments:
+            if a.target.name is not None:
+                counts[a.target.name] = counts.get(a.target.name, 0) + 1
+                singles[a.target.name] = a.text
+        singles = {k: v for k, v in singles.items() if counts[k] == 1 and v}
+    parts = []
+    for g in guards:
+        if g.kind in ("except", "case") and not g.negated:
+            parts.append(g.render() if g.kind == "case" else f"except {g.text}")
+            continue
+        text = _unparen(singles.get(g.text, g.text))
+        parts.append(f"not ({text})" if g.negated else text)
+    return " and ".join(parts)
+
+
+def _unparen(text: str) -> str:
+    """``(a and b)`` -> ``a and b`` when the parentheses wrap the whole text."""
+    t = text.strip()
+    while t.startswith("(") and t.endswith(")"):
+        depth = 0
+        for i, ch in enumerate(t):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0 and i < len(t) - 1:
+                return t
+        t = t[1:-1].strip()
+    return t
+
+
+def _never(fx: FlagEffects, interp: Interpreter, reach: Reach, graph: CallGraph, entry: str) -> EntryVerdict:
+    reachable = reach.reachable_functions(entry, (True, False))
+    setters = sorted(fx.setters)
+    name = fx.flag.name
+    if not setters:
+        reason = f"nothing in the analysed code sets {name}"
+    else:
+        uses: list[tuple[str, Location]] = []
+        for s in setters:
+            target = s.rpartition(".")[0] if s.endswith(("__enter__", "__aenter__")) else s
+            for caller in graph.callers(target) + (graph.callers(s) if target != s else []):
+                for e in graph.sites(caller, target) or graph.sites(caller, s):
+                    uses.append((caller, e.location))
+        shown = ", ".join(f"{s.rpartition('.')[2]}()" for s in setters[:3])
+        live = [u for u in uses if u[0] in reachable]
+        if not live:
+            reason = f"set only inside {shown}; entered at {len(uses)} site{'s' if len(uses) != 1 else ''}, none reachable from {entry}"
+        else:
+            reason = (
+                f"set inside {shown} at {len(live)} site{'s' if len(live) != 1 else ''} reachable from {entry}, "
+                f"but no read of {name} runs while it is set"
+            )
+    unresolved = [u for u in graph.unresolved if u.caller in reachable]
+    if unresolved:
+        return EntryVerdict(
+            entry,
+            False,
+            "unresolved-calls",
+            reason + f"; {len(unresolved)} call{'s' if len(unresolved) != 1 else ''} on the way could not be resolved",
+            (),
+            len(unresolved),
+            tuple(u.location for u in unresolved[:MAX_UNRESOLVED_SHOWN]),
+        )
+    return EntryVerdict(entry, False, "resolved", reason)

@@ -113,7 +113,8 @@ def _setter_hazards(fx: FlagEffects, interp: Interpreter, setter: Setter) -> Ite
         if not resets:
             yield _hazard("sticky", setter.function, setter.location, f"{exit_qn} does not reset {name}")
             return
-        yield from _constant_resets(exit_qn if exit_qn in p.scopes else setter.function, resets, name)
+        # reported on the setter (``__enter__``), pointing at the reset in ``__exit__``
+        yield from _constant_resets(setter.function, resets, name)
         return
     # plain functions: set/reset pairs inside, or sticky setters
     after = interp.transfer.get((setter.function, False))

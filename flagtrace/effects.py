@@ -256,7 +256,44 @@ class FlagEffects:
             elif scope.name in ("__enter__", "__aenter__") and p.method_class(qn):
                 kind = SetterKind.CLASS
             setters[qn] = Setter(qn, kind, first.kind, first.location, tuple(writes))
+        setters.update(self._find_decorators(setters))
         return setters
+
+    def _find_decorators(self, setters: dict[str, Setter]) -> dict[str, Setter]:
+        """``def deco(fn): def wrapper(*a): with setter(): return fn(*a)``: the
+        decorated function runs with the flag set; ``deco`` is a setter."""
+        p = self.resolver.p
+        out: dict[str, Setter] = {}
+        cms = {qn: s for qn, s in setters.items() if s.kind is not SetterKind.FUNCTION}
+        for qn, scope in p.scopes.items():
+            if scope.kind is not ScopeKind.FUNCTION or qn in setters:
+                continue
+            params = {prm.name for prm in scope.params}
+            for child_qn in scope.children:
+                child = p.scopes.get(child_qn)
+                if child is None or child.kind is not ScopeKind.FUNCTION:
+                    continue
+                for step in walk(child.flow):
+                    if not isinstance(step, WithBlock):
+                        continue
+                    entered = [cms[c] for item in step.items for c in self._entered(child, item.expr) if c in cms]
+                    calls_wrapped = any(
+                        isinstance(inner, CallStep)
+                        and isinstance(child.calls[inner.site].func, NameExpr)
+                        and child.calls[inner.site].func.name in params  # type: ignore[union-attr]
+                        for inner in walk(step.body)
+                    )
+                    if entered and calls_wrapped:
+                        out[qn] = Setter(qn, SetterKind.DECORATOR, entered[0].value, step.location, ())
+        return out
+
+    def _entered(self, scope: Scope, expr: object) -> list[str]:
+        names: list[str] = []
+        if isinstance(expr, CallExpr):
+            for c in self.resolver.site_callees.get((scope.qualname, expr.site), ()):
+                names.append(c.qualname)
+                names.append(f"{c.qualname}.__enter__")
+        return names
 
     def close_names(self) -> list[str]:
         return sorted(self.setters)

@@ -97,7 +97,8 @@ class _SpanRecorder(CodegenState):  # type: ignore[misc]
 
     def __init__(self, default_indent: str, default_newline: str) -> None:
         super().__init__(default_indent=default_indent, default_newline=default_newline)
-        self.starts: dict[int, int] = {}
+        self.starts: dict[int, int] = {}  # whitespace-inclusive: for source text
+        self.syntactic: dict[int, int] = {}  # where the node's own code starts: for positions
         self.ends: dict[int, int] = {}
 
     def before_codegen(self, node: cst.CSTNode) -> None:
@@ -106,7 +107,7 @@ class _SpanRecorder(CodegenState):  # type: ignore[misc]
         if keep is None:
             keep = self._interesting[t] = isinstance(node, _TRIVIA_BASES)
         if keep:
-            self.starts.setdefault(id(node), len(self.tokens))
+            self.starts[id(node)] = len(self.tokens)
 
     def after_codegen(self, node: cst.CSTNode) -> None:
         if self._interesting.get(type(node)):
@@ -119,7 +120,7 @@ class _SpanRecorder(CodegenState):  # type: ignore[misc]
         start_node: cst.CSTNode | None = None,
         end_node: cst.CSTNode | None = None,
     ) -> AbstractContextManager[None]:
-        self.starts[id(node)] = len(self.tokens)
+        self.syntactic[id(node)] = len(self.tokens)
         return _NULL_CONTEXT
 
 
@@ -135,6 +136,7 @@ class _Source:
         self.path = path
         self.tokens = rec.tokens
         self.starts = rec.starts
+        self.syntactic = rec.syntactic
         self.ends = rec.ends
         lines = [1] * (len(self.tokens) + 1)
         cols = [0] * (len(self.tokens) + 1)
@@ -155,7 +157,9 @@ class _Source:
         self.line_count = line
 
     def location(self, node: cst.CSTNode) -> Location:
-        i = self.starts.get(id(node), 0)
+        i = self.syntactic.get(id(node))
+        if i is None:
+            i = self.starts.get(id(node), 0)
         # skip tokens that are pure whitespace so we point at the code itself
         toks = self.tokens
         while i < len(toks) and toks[i].strip() == "":

@@ -249,17 +249,26 @@ class Interpreter:
         if t is YieldStep:
             ctx.run.yields = join(ctx.run.yields, state)
             return ctx.resume if ctx.resume is not None else state
-        if t is ReturnStep:
-            ctx.run.exit = join(ctx.run.exit, state)
-            return None
-        if t is RaiseStep:
-            ctx.run.exit = join(ctx.run.exit, state)
+        if t is ReturnStep or t is RaiseStep:
+            # leaving through enclosing ``with`` exits and ``finally`` blocks
+            out: State | None = state
+            for handler in reversed(ctx.exit_handlers):
+                if out is None:
+                    break
+                out = handler(out)
+            ctx.run.exit = join(ctx.run.exit, out)
             return None
         if t is WithBlock:
             return self._with(step, state, ctx)  # type: ignore[arg-type]
         if t is TryBlock:
             assert isinstance(step, TryBlock)
-            body_end = self._block(step.body, state, ctx)
+            if step.finalbody:
+                ctx.exit_handlers.append(lambda st, fb=step.finalbody: self._block(fb, st, ctx))
+            try:
+                body_end = self._block(step.body, state, ctx)
+            finally:
+                if step.finalbody:
+                    ctx.exit_handlers.pop()
             handler_in = state.join(body_end) if body_end is not None else state
             ends: State | None = None
             if step.orelse:
@@ -307,16 +316,25 @@ class Interpreter:
                     now = State(now.unset, True, before.origin or now.origin)
                 inside = now
                 exits.append((kind, before, qn))
-        end = self._block(step.body, inside, ctx)
+
+        def leave(end: State) -> State:
+            for kind, before, qn in reversed(exits):
+                if kind == "cm":
+                    run = self.run(self.p.scopes[qn], before, resume=end)
+                    end = run.exit if run.exit is not None else end
+                else:
+                    exit_qn = qn.rpartition(".")[0] + (".__aexit__" if qn.endswith("__aenter__") else ".__exit__")
+                    end = self._apply_function(exit_qn, end)
+            return end
+
+        ctx.exit_handlers.append(leave)
+        try:
+            end = self._block(step.body, inside, ctx)
+        finally:
+            ctx.exit_handlers.pop()
         if end is None:
             return None
-        for kind, before, qn in reversed(exits):
-            if kind == "cm":
-                run = self.run(self.p.scopes[qn], before, resume=end)
-                end = run.exit if run.exit is not None else end
-            else:
-                exit_qn = qn.rpartition(".")[0] + (".__aexit__" if qn.endswith("__aenter__") else ".__exit__")
-                end = self._apply_function(exit_qn, end)
+        end = leave(end)
         if any(self._is_exit_stack(scope, item.expr) for item in step.items):
             return state.join(UNSET) if not state.set else state
         return end
@@ -384,6 +402,8 @@ class _Ctx:
     entry: State
     resume: State | None
     run: Run
+    # what a ``return``/``raise`` passes through on its way out: with-exits, finally blocks
+    exit_handlers: list[Callable[[State], State | None]] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------- search

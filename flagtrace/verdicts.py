@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from flagtrace.callgraph import CallGraph
 from flagtrace.checks import find_hazards
-from flagtrace.effects import Flag, FlagEffects
+from flagtrace.effects import Flag, FlagEffects, ValueKind
 from flagtrace.model import (
     EntryVerdict,
     FlagReport,
@@ -74,7 +74,7 @@ def analyse_flag(
     for h in hazards:
         by_setter.setdefault(_setter_key(fx, h.function), []).append(h.kind)
     setters = tuple(
-        SetterFinding(s.function, s.kind.value, s.value.value, s.location, tuple(sorted(set(by_setter.get(s.function, [])))))
+        SetterFinding(s.function, s.kind.value, _shown_value(s.value), s.location, tuple(sorted(set(by_setter.get(s.function, [])))))
         for s in sorted(fx.setters.values(), key=lambda s: s.function)
     )
     readers = _readers(fx)
@@ -94,6 +94,11 @@ def analyse_flag(
         entries=tuple(verdicts),
         hazards=tuple(hazards),
     )
+
+
+def _shown_value(kind: ValueKind) -> str:
+    """A value passed in by the caller (``set_flag(v)``) is, for the setter, unknown."""
+    return "unknown" if kind is ValueKind.PARAMETER else kind.value
 
 
 def _setter_key(fx: FlagEffects, function: str) -> str:

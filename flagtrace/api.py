@@ -81,6 +81,7 @@ def analyze(
     *,
     exclude: Sequence[str] = (),
     jobs: int | None = None,
+    reads: Sequence[str] = (),
     on_result: Callable[[IndexResult], None] | None = None,
 ) -> AnalysisReport:
     """Analyse ``flags`` in the code under ``paths``.
@@ -102,6 +103,12 @@ def analyze(
             chosen.append(check_entry(resolver, entry))
         except EntryError as exc:
             errors.append(Diagnostic("<entry>", None, str(exc)))
+    read_functions: list[str] = []
+    for read in reads:
+        try:
+            read_functions.append(check_entry(resolver, read))
+        except EntryError as exc:
+            errors.append(Diagnostic("<read>", None, str(exc).replace("entry point", "reader")))
     discovered = not entries
     if discovered:
         chosen = discover_entries(resolver, graph)
@@ -111,7 +118,7 @@ def analyze(
         except FlagLookupError as exc:
             errors.append(Diagnostic("<flag>", None, str(exc)))
             continue
-        reports.append(analyse_flag(resolver, graph, flag, chosen, discovered))
+        reports.append(analyse_flag(resolver, graph, flag, chosen, discovered, read_functions))
     return AnalysisReport(
         flags=tuple(reports),
         errors=tuple(errors),

@@ -165,7 +165,7 @@ def _unprotected_span(scope: Scope, name: str, fx: FlagEffects) -> Location | No
                 return armed, step.location
             if isinstance(step, CallStep) and armed and not protected:
                 call = scope.calls[step.site]
-                if not call.text.startswith(("@", "<")) and not _harmless(call.func):
+                if not call.text.startswith(("@", "<")) and not _harmless(call.func, name):
                     return armed, call.location
             if isinstance(step, TryBlock):
                 guard = protected or resets(step.finalbody)
@@ -200,9 +200,19 @@ def _unprotected_span(scope: Scope, name: str, fx: FlagEffects) -> Location | No
     return hit
 
 
-def _harmless(func: object) -> bool:
-    """Calls that practically never raise between a set and its ``try`` (logging)."""
-    return isinstance(func, AttrExpr) and func.attr in ("debug", "info", "warning")
+def _harmless(func: object, flag: str) -> bool:
+    """Calls that practically never raise between a set and its ``try``: logging,
+    and configuring the object just stored in the flag (``_ctx.set_layers(...)``)."""
+    if not isinstance(func, AttrExpr):
+        return False
+    if func.attr in ("debug", "info", "warning"):
+        return True
+    base = func.base
+    while isinstance(base, AttrExpr):
+        base = base.base
+    from flagtrace.model import NameExpr
+
+    return isinstance(base, NameExpr) and base.name == flag
 
 
 # ---------------------------------------------------------------------------- threads
@@ -237,9 +247,10 @@ def _thread_hazards(fx: FlagEffects, interp: Interpreter) -> Iterator[Hazard]:
     targets = _thread_targets(fx)
     if not targets or not fx.setters:
         return
+    # only calls we are sure of: by-name fan-out would make every flag look shared
     callees: dict[str, set[str]] = {}
     for (qn, _), cs in fx.resolver.site_callees.items():
-        callees.setdefault(qn, set()).update(c.qualname for c in cs)
+        callees.setdefault(qn, set()).update(c.qualname for c in cs if not c.resolution.weak)
     setters = set(fx.setters)
     for cls_setter in [s for s in fx.setters.values() if s.kind is SetterKind.CLASS]:
         setters.add(cls_setter.function)

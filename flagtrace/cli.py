@@ -93,12 +93,14 @@ def callgraph_cmd(paths: tuple[Path, ...], fmt: str, exclude: tuple[str, ...], j
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--flag", "flags", multiple=True, required=True, metavar="NAME", help="Flag to analyse: bare or qualified name (repeatable).")
 @click.option("--entry", "entries", multiple=True, metavar="QUALNAME", help="Entry point to judge (repeatable); default: discover them.")
+@click.option("--read", "reads", multiple=True, metavar="QUALNAME", help="Only count reads in this function (repeatable).")
 @click.option("--format", "fmt", type=click.Choice(["rich", "json"]), default="rich", show_default=True)
 @_common_options
 def check_cmd(
     paths: tuple[Path, ...],
     flags: tuple[str, ...],
     entries: tuple[str, ...],
+    reads: tuple[str, ...],
     fmt: str,
     exclude: tuple[str, ...],
     jobs: int | None,
@@ -108,7 +110,7 @@ def check_cmd(
     """Can an entry point run while FLAG is set? Proof, and the setters' hazards."""
     from flagtrace.api import analyze
 
-    report = analyze([str(p) for p in paths], flags, entries, exclude=exclude, jobs=jobs)
+    report = analyze([str(p) for p in paths], flags, entries, exclude=exclude, jobs=jobs, reads=reads)
     if fmt == "json":
         from flagtrace.report.json_report import render
 

@@ -445,7 +445,8 @@ Node = tuple[str, tuple[bool, bool]]
 class Reach:
     """Searches the (function, state-on-entry) graph, memoising body runs."""
 
-    def __init__(self, interp: Interpreter, graph: CallGraph) -> None:
+    def __init__(self, interp: Interpreter, graph: CallGraph, reads: frozenset[str] = frozenset()) -> None:
+        self.reads = reads  # only reads in these functions count (empty: all)
         self.i = interp
         self.graph = graph
         self.p = interp.p
@@ -472,7 +473,7 @@ class Reach:
                     hop = Hop(qn, c.qualname, call.location, c.resolution, call.guards, call.text, state.origin)
                     edges.append(((c.qualname, state.key), hop))
             for location, via, state in run.reads:
-                if state.set:
+                if state.set and (not self.reads or qn in self.reads):
                     hits.append(ReadHit(qn, location, via, state.origin))
             # class bodies nested in this scope run with it
             for child in scope.children:

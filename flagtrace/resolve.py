@@ -215,6 +215,7 @@ class Resolver:
         # container displays seen so far (values of earlier rounds refer to them)
         self._containers: dict[int, tuple[str, ContainerExpr]] = {}
         self._external_bases: dict[str, tuple[str, ...]] = {}
+        self._external_subclasses: dict[str, list[str]] | None = None
         self.rounds = 0
         self._reset_round()
 
@@ -329,11 +330,30 @@ class Resolver:
             if not receivers or (not out and any(r[0] in ("i", "c", "s") for r in receivers)):
                 # unknown receiver, or ours without such an attribute (dynamic): by name
                 by_name = func.attr
+            for r in receivers:
+                if r[0] == "x":
+                    # a library type (``self.model: nn.Module``): our subclasses of it
+                    for sub in self.subclasses_of_external(r[1]):
+                        for v in self.class_attribute(sub, func.attr):
+                            if v[0] == "f":
+                                out.append((("f", v[1], 1), Resolution.BY_NAME, ("i", sub)))
         else:
             out = [(v, Resolution.TYPED, None) for v in self.eval(qn, func)]
         result = (out, by_name)
         self._callee_memo[(qn, index)] = result
         return result
+
+    def subclasses_of_external(self, dotted: str) -> list[str]:
+        """Analysed classes with the library class ``dotted`` among their bases."""
+        if self._external_subclasses is None:
+            index: dict[str, list[str]] = defaultdict(list)
+            for qn, scope in self.p.scopes.items():
+                if scope.kind is ScopeKind.CLASS:
+                    self.mro(qn)
+                    for ext in self._external_bases.get(qn, ()):
+                        index[ext].append(qn)
+            self._external_subclasses = index
+        return self._external_subclasses.get(dotted, [])
 
     def _name_is_direct(self, qn: str, name: str) -> bool:
         """A name bound only by def/class/import (not a parameter or computed)."""

@@ -65,10 +65,11 @@ def analyse_flag(
     flag: Flag,
     entries: Sequence[str],
     discovered: bool,
+    reads: Sequence[str] = (),
 ) -> FlagReport:
     fx = FlagEffects(resolver, flag)
     interp = Interpreter(fx)
-    reach = Reach(interp, graph)
+    reach = Reach(interp, graph, frozenset(reads))
     hazards = find_hazards(fx, interp)
     by_setter: dict[str, list[str]] = {}
     for h in hazards:
@@ -234,6 +235,40 @@ def _guards(interp: Interpreter, function: str, guards: tuple[Guard, ...]) -> st
     return " and ".join(parts)
 
 
+def _display(setter: str) -> str:
+    """``pkg.Mode.__enter__`` reads better as ``Mode``; functions by their name."""
+    if setter.endswith(("__enter__", "__aenter__")):
+        return setter.rpartition(".")[0].rpartition(".")[2]
+    return setter.rpartition(".")[2]
+
+
+def _setter_uses(fx: FlagEffects, interp: Interpreter) -> list[tuple[str, Location]]:
+    """Where setters are used: ``with`` items and ``enter_context`` calls that
+    enter a setter context manager, and calls of plain setters or decorators."""
+    from flagtrace.effects import SetterKind, walk
+    from flagtrace.model import AttrExpr, CallStep, WithBlock
+
+    plain = {s.function for s in fx.setters.values() if s.kind in (SetterKind.FUNCTION, SetterKind.DECORATOR)}
+    uses: list[tuple[str, Location]] = []
+    for qn, scope in interp.p.scopes.items():
+        if scope.kind is ScopeKind.CLASS:
+            continue
+        for step in walk(scope.flow):
+            if isinstance(step, WithBlock):
+                for item in step.items:
+                    if interp._context_managers(scope, item.expr):
+                        uses.append((qn, item.location))
+            elif isinstance(step, CallStep):
+                call = scope.calls[step.site]
+                callees = {c.qualname for c in interp.site_callees.get((qn, step.site), ())}
+                if callees & plain:
+                    uses.append((qn, call.location))
+                elif isinstance(call.func, AttrExpr) and call.func.attr == "enter_context" and call.args:
+                    if interp._context_managers(scope, call.args[0].value):
+                        uses.append((qn, call.location))
+    return uses
+
+
 def _unparen(text: str) -> str:
     """``(a and b)`` -> ``a and b`` when the parentheses wrap the whole text."""
     t = text.strip()
@@ -255,13 +290,8 @@ def _never(fx: FlagEffects, interp: Interpreter, reach: Reach, graph: CallGraph,
     if not setters:
         reason = f"nothing in the analysed code sets {name}"
     else:
-        uses: list[tuple[str, Location]] = []
-        for s in setters:
-            target = s.rpartition(".")[0] if s.endswith(("__enter__", "__aenter__")) else s
-            for caller in graph.callers(target) + (graph.callers(s) if target != s else []):
-                for e in graph.sites(caller, target) or graph.sites(caller, s):
-                    uses.append((caller, e.location))
-        shown = ", ".join(f"{s.rpartition('.')[2]}()" for s in setters[:3])
+        uses = _setter_uses(fx, interp)
+        shown = ", ".join(f"{_display(s)}()" for s in setters[:3])
         live = [u for u in uses if u[0] in reachable]
         if not live:
             reason = f"set only inside {shown}; entered at {len(uses)} site{'s' if len(uses) != 1 else ''}, none reachable from {entry}"

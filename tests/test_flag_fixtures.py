@@ -1,4 +1,4 @@
-"""Every flag fixture under ``fixtures/flags/<case>`` gives the findings its ``expected.json`` states.
+"""Every flag fixture under ``fixtures/flags/<case>`` yields the findings its expected.json states.
 
 Each case is a mini project (``pkg/...``, analysed as the plain directory ``<case>``, so modules
 are ``pkg.mod``) with ``expected.json`` beside it::
@@ -181,7 +181,9 @@ def check_setters(expected: Json, actual: Json) -> list[str]:
     for want in expected.get("setters", []):
         key = (want["function"], want["kind"], want["value"])
         candidates = [
-            s for s in actual.get("setters", []) if (s.get("function"), s.get("kind"), s.get("value")) == key
+            s
+            for s in actual.get("setters", [])
+            if (s.get("function"), s.get("kind"), s.get("value")) == key
         ]
         if not candidates:
             problems.append(
@@ -208,7 +210,10 @@ def check_readers(expected: Json, actual: Json) -> list[str]:
     ]
     if not missing:
         return []
-    return [f"readers missing (function, via): {missing}; actual readers:\n" + snippet(actual.get("readers", []))]
+    return [
+        f"readers missing (function, via): {missing}; actual readers:\n"
+        + snippet(actual.get("readers", []))
+    ]
 
 
 def check_hazards(expected: Json, actual: Json) -> list[str]:
@@ -219,7 +224,7 @@ def check_hazards(expected: Json, actual: Json) -> list[str]:
     return [
         "hazards (kind, function) differ:\n"
         f"  missing:    {sorted(want - got)}\n"
-        f"  unexpected: {sorted(map(str, got - want))}\n"
+        f"  unexpected: {sorted(got - want, key=str)}\n"
         "actual hazards:\n" + snippet(actual.get("hazards", []))
     ]
 
@@ -228,9 +233,14 @@ def check_entry(want: Json, got: Json) -> list[str]:
     name = want["entry"]
     problems = []
     if got.get("observes_set") != want["observes_set"]:
-        problems.append(f"entry {name}: observes_set expected {want['observes_set']}, got {got.get('observes_set')}")
+        problems.append(
+            f"entry {name}: observes_set expected {want['observes_set']}, "
+            f"got {got.get('observes_set')}"
+        )
     if "evidence" in want and got.get("evidence") != want["evidence"]:
-        problems.append(f"entry {name}: evidence expected {want['evidence']!r}, got {got.get('evidence')!r}")
+        problems.append(
+            f"entry {name}: evidence expected {want['evidence']!r}, got {got.get('evidence')!r}"
+        )
     steps: list[Json] = got.get("witness") or []
     if "witness_functions" in want:
         functions = dedup_consecutive(str(step.get("function")) for step in steps)
@@ -242,11 +252,15 @@ def check_entry(want: Json, got: Json) -> list[str]:
     if "witness_steps" in want:
         kinds = [step.get("step") for step in steps]
         if kinds != want["witness_steps"]:
-            problems.append(f"entry {name}: witness steps expected {want['witness_steps']}, got {kinds}")
+            problems.append(
+                f"entry {name}: witness steps expected {want['witness_steps']}, got {kinds}"
+            )
     guards = [str(step.get("guard") or "") for step in steps]
     for text in want.get("guards_contain", []):
         if not any(text in guard for guard in guards):
-            problems.append(f"entry {name}: no witness step's guard contains {text!r}; guards: {guards}")
+            problems.append(
+                f"entry {name}: no witness step's guard contains {text!r}; guards: {guards}"
+            )
     reason = str(got.get("reason") or "")
     for text in as_list(want.get("reason_contains", [])):
         if text not in reason:
@@ -264,14 +278,17 @@ def check_entries(expected: Json, actual: Json) -> list[str]:
     for want in expected["entries"]:
         got = by_name.get(want["entry"])
         if got is None:
-            problems.append(f"entry {want['entry']} not reported; reported: {sorted(map(str, by_name))}")
+            problems.append(
+                f"entry {want['entry']} not reported; reported: {sorted(map(str, by_name))}"
+            )
             continue
         problems += check_entry(want, got)
     if expected.get("entries_exact"):
         want_names = {e["entry"] for e in expected["entries"]}
         if set(by_name) != want_names:
             problems.append(
-                f"reported entries expected exactly {sorted(want_names)}, got {sorted(map(str, by_name))}"
+                f"reported entries expected exactly {sorted(want_names)}, "
+                f"got {sorted(map(str, by_name))}"
             )
     return problems
 
@@ -328,8 +345,11 @@ def test_there_is_a_flag_fixture_per_construct_and_hazard() -> None:
 @pytest.mark.parametrize("name", CASE_NAMES)
 def test_expected_json_is_well_formed(name: str) -> None:
     case = FlagCase.load(name)
-    assert not validate_expected(case), "\n".join(validate_expected(case))
-    assert (case.root / "pkg" / "__init__.py").is_file(), f"{name}: the mini project lacks pkg/__init__.py"
+    problems = validate_expected(case)
+    assert not problems, "\n".join(problems)
+    assert (case.root / "pkg" / "__init__.py").is_file(), (
+        f"{name}: the mini project lacks pkg/__init__.py"
+    )
 
 
 @pytest.mark.parametrize("name", CASE_NAMES)
@@ -355,7 +375,14 @@ def synthetic_report(case: FlagCase) -> Json:
     flags = []
     for flag in case.flags:
         hazards = [
-            {"code": f"FT{i}", "kind": h["kind"], "function": h["function"], "file": "x.py", "line": 1, "message": ""}
+            {
+                "code": f"FT{i}",
+                "kind": h["kind"],
+                "function": h["function"],
+                "file": "x.py",
+                "line": 1,
+                "message": "",
+            }
             for i, h in enumerate(flag.get("hazards", []))
         ]
         entries = []
@@ -364,7 +391,11 @@ def synthetic_report(case: FlagCase) -> Json:
             kinds = entry.get("witness_steps", ["call"] * len(functions))
             pad = len(kinds) - len(functions)  # the first steps repeat the entry function
             steps = [
-                {"function": functions[max(0, i - pad)] if functions else "?", "step": kind, "guard": None}
+                {
+                    "function": functions[max(0, i - pad)] if functions else "?",
+                    "step": kind,
+                    "guard": None,
+                }
                 for i, kind in enumerate(kinds)
             ]
             if steps and entry.get("guards_contain"):
@@ -388,7 +419,9 @@ def synthetic_report(case: FlagCase) -> Json:
                 "hazards": hazards,
             }
         )
-    errors = [{"file": None, "line": None, "message": m} for m in case.expected.get("errors_contain", [])]
+    errors = [
+        {"file": None, "line": None, "message": m} for m in case.expected.get("errors_contain", [])
+    ]
     return {"version": 1, "flags": flags, "errors": errors}
 
 
@@ -412,7 +445,7 @@ def test_the_checker_names_each_mismatch() -> None:
     for text in (
         "exit code expected 1, got 0",
         "hazard kinds expected ['exception-leak', 'non-reentrant']",
-        "unexpected: [\"('sticky', 'pkg.x.f')\"]",
+        "unexpected: [('sticky', 'pkg.x.f')]",
         "witness functions",
         "guard contains 'self.piecewise_cuda_graph_runner is not None",
         "ModelRunner.forward_decode: observes_set expected False, got True",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from flagtrace.callgraph import CallGraph
 from flagtrace.discover import discover
@@ -89,12 +89,27 @@ def analyze(
     Flags or entries that name nothing become errors in the report (the other
     flags are still analysed); bad files become errors too.
     """
+    start = time.perf_counter()
+    project = load_project(paths, exclude=exclude, jobs=jobs, on_result=on_result)
+    resolver, graph = build_callgraph(project)
+    report = analyze_project(project, resolver, graph, flags, entries, reads=reads)
+    return replace(report, seconds=time.perf_counter() - start)
+
+
+def analyze_project(
+    project: Project,
+    resolver: Resolver,
+    graph: CallGraph,
+    flags: Sequence[str],
+    entries: Sequence[str] = (),
+    *,
+    reads: Sequence[str] = (),
+) -> AnalysisReport:
+    """The flag stages on an already indexed and resolved project."""
     from flagtrace.effects import FlagLookupError, find_flags
     from flagtrace.verdicts import EntryError, analyse_flag, check_entry, discover_entries
 
     start = time.perf_counter()
-    project = load_project(paths, exclude=exclude, jobs=jobs, on_result=on_result)
-    resolver, graph = build_callgraph(project)
     errors = list(project.diagnostics)
     reports: list[FlagReport] = []
     chosen: list[str] = []
@@ -124,5 +139,5 @@ def analyze(
         errors=tuple(errors),
         files=len(project.summaries),
         lines=project.lines,
-        seconds=time.perf_counter() - start,
+        seconds=project.seconds + time.perf_counter() - start,
     )

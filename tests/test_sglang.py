@@ -1,0 +1,102 @@
+"""flagtrace on the real SGLang 0.5.9 source, downloaded from the registry once.
+
+One index + resolution of the whole package (~1,400 files, ~540k lines) is
+shared by the call-graph checks (the foundation issue) and the flag checks
+(the flag-engine issue): both are what a user runs on SGLang.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from flagtrace.api import Project, analyze_project, build_callgraph, load_project
+from flagtrace.callgraph import CallGraph
+from flagtrace.model import AnalysisReport, FlagReport
+from flagtrace.resolve import Resolver
+
+pytestmark = pytest.mark.slow
+
+VERIFY = "sglang.srt.speculative.eagle_worker.EAGLEWorker.verify"
+ALL_REDUCE = "sglang.srt.distributed.parallel_state.GroupCoordinator.all_reduce"
+PCM = "sglang.srt.compilation.piecewise_context_manager"
+
+
+@pytest.fixture(scope="module")
+def sglang(registry) -> tuple[Project, Resolver, CallGraph]:  # type: ignore[no-untyped-def]
+    root: Path = registry.download("sglang==0.5.9")
+    project = load_project([str(root / "sglang")])
+    resolver, graph = build_callgraph(project)
+    return project, resolver, graph
+
+
+def test_the_whole_package_is_indexed_without_errors(sglang) -> None:  # type: ignore[no-untyped-def]
+    project, _, graph = sglang
+    assert len(project.summaries) >= 1400
+    assert project.lines > 500_000
+    assert project.diagnostics == ()
+    assert graph.stats().edges > 100_000
+
+
+@pytest.mark.parametrize(
+    ("caller", "callee"),
+    [
+        (VERIFY, "sglang.srt.managers.tp_worker.TpModelWorker.forward_batch_generation"),
+        ("sglang.srt.distributed.communication_op.tensor_model_parallel_all_reduce", ALL_REDUCE),
+    ],
+)
+def test_the_call_graph_has_the_edges_the_regression_hunt_needed(sglang, caller: str, callee: str) -> None:  # type: ignore[no-untyped-def]
+    _, _, graph = sglang
+    assert graph.has_edge(caller, callee), graph.callees(caller)
+
+
+@pytest.fixture(scope="module")
+def piecewise(sglang) -> FlagReport:  # type: ignore[no-untyped-def]
+    project, resolver, graph = sglang
+    report: AnalysisReport = analyze_project(
+        project, resolver, graph, ["_in_piecewise_cuda_graph"], [VERIFY], reads=[ALL_REDUCE]
+    )
+    assert report.errors == ()
+    return report.flags[0]
+
+
+def test_verify_observes_the_piecewise_flag_set_at_the_all_reduce(piecewise: FlagReport) -> None:
+    (verdict,) = piecewise.entries
+    assert verdict.observes_set
+    functions = [s.function for s in verdict.witness]
+    assert functions[0] == VERIFY
+    steps = [(s.step, s.function, s.callee) for s in verdict.witness]
+    forward_extend = "sglang.srt.model_executor.model_runner.ModelRunner.forward_extend"
+    replay = "sglang.srt.model_executor.piecewise_cuda_graph_runner.PiecewiseCudaGraphRunner.replay"
+    assert ("call", forward_extend, replay) in steps
+    assert ("enter", replay, f"{PCM}.enable_piecewise_cuda_graph") in steps
+    read = verdict.witness[-1]
+    assert read.step == "read" and read.function == ALL_REDUCE
+    assert read.location.path.endswith("sglang/srt/distributed/parallel_state.py")
+    guards = [s.guard or "" for s in verdict.witness]
+    assert any(
+        "self.piecewise_cuda_graph_runner is not None and self.piecewise_cuda_graph_runner.can_run(forward_batch)" in g
+        for g in guards
+    ), guards
+
+
+def test_enable_piecewise_cuda_graph_leaks_on_exceptions_and_is_not_reentrant(piecewise: FlagReport) -> None:
+    kinds = {h.kind for h in piecewise.hazards if h.function == f"{PCM}.enable_piecewise_cuda_graph"}
+    assert {"exception-leak", "non-reentrant"} <= kinds
+
+
+def test_set_forward_context_resets_in_finally_but_not_to_the_previous_value(sglang) -> None:  # type: ignore[no-untyped-def]
+    project, resolver, graph = sglang
+    report = analyze_project(project, resolver, graph, [f"{PCM}._forward_context"], [VERIFY])
+    assert report.errors == ()
+    kinds = {h.kind for h in report.flags[0].hazards if h.function == f"{PCM}.set_forward_context"}
+    assert "non-reentrant" in kinds
+    assert "exception-leak" not in kinds
+
+
+def test_the_bare_forward_context_name_is_ambiguous_in_sglang(sglang) -> None:  # type: ignore[no-untyped-def]
+    project, resolver, graph = sglang
+    report = analyze_project(project, resolver, graph, ["_forward_context"], [VERIFY])
+    assert report.flags == ()
+    assert "several modules" in report.errors[0].message

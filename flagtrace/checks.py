@@ -217,7 +217,7 @@ def _harmless(func: object, flag: str) -> bool:
 
 # ---------------------------------------------------------------------------- threads
 
-_THREAD_TARGET_ATTRS = {"submit": 0, "map": 0, "apply_async": 0, "run_in_executor": 1, "start_new_thread": 0}
+_THREAD_TARGET_ATTRS = {"submit": 0, "map": 0, "run_in_executor": 1, "start_new_thread": 0}
 
 
 def _thread_targets(fx: FlagEffects) -> list[tuple[str, Location]]:
@@ -229,7 +229,8 @@ def _thread_targets(fx: FlagEffects) -> list[tuple[str, Location]]:
         call = scope.calls[site]
         names = [c.qualname for c in callees]
         args = []
-        if any(n.endswith(("Thread", "Process")) and not n.endswith("Pool") for n in names):
+        # threads share module globals; processes (multiprocessing.Process) do not
+        if any(n.endswith("Thread") for n in names):
             args = [a.value for a in call.args if a.keyword == "target"]
         elif isinstance(call.func, AttrExpr) and call.func.attr in _THREAD_TARGET_ATTRS:
             looks_external = not callees or all(not c.analysed for c in callees)

@@ -51,7 +51,9 @@ class CallGraph:
             caller = owner_of(resolver, qn)
             site = p.scopes[qn].calls[index]
             if not callees:
-                unresolved.append(UnresolvedCall(caller, site.location, site.text, index))
+                if (qn, index) in resolver.resolved_empty:
+                    continue
+                unresolved.append(UnresolvedCall(caller, site.location, site.text, index, qn))
                 continue
             for callee in callees:
                 edge = CallEdge(
@@ -68,6 +70,13 @@ class CallGraph:
             _add_edge(g, edge, Callee(edge.callee, edge.resolution, edge.callee in g))
         unresolved.sort(key=lambda u: (u.location.path, u.location.line, u.location.column))
         return cls(g, tuple(unresolved))
+
+    def add_settled(self, edges: Iterable[CallEdge], settled: set[tuple[str, int]], queries: int) -> None:
+        """Add edges settled by jedi; their sites are no longer unresolved."""
+        for edge in edges:
+            _add_edge(self._g, edge, Callee(edge.callee, edge.resolution, True))
+        self.unresolved = tuple(u for u in self.unresolved if (u.scope, u.site) not in settled)
+        self.jedi_queries += queries
 
     # -- queries
 

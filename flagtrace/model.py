@@ -489,6 +489,7 @@ class UnresolvedCall:
     location: Location
     text: str
     site: int
+    scope: str = ""  # the scope whose ``calls[site]`` this is (a class body's caller is its module)
 
 
 @record

@@ -450,7 +450,44 @@ class Reach:
         self.i = interp
         self.graph = graph
         self.p = interp.p
+        self.can_read = self._can_read()
         self._expanded: dict[Node, tuple[list[tuple[Node, Hop]], list[ReadHit]]] = {}
+
+    def _can_read(self) -> set[str]:
+        """Functions from which a (counted) read of the flag is reachable."""
+        fx = self.i.fx
+        readers = set(fx.direct_reads)
+        for (qn, _), callees in self.i.site_callees.items():
+            if any(c.qualname in fx.accessors for c in callees):
+                readers.add(qn)
+        if self.reads:
+            readers &= set(self.reads)
+        callers: dict[str, set[str]] = {}
+        for (qn, _), callees in self.i.site_callees.items():
+            for c in callees:
+                callers.setdefault(c.qualname, set()).add(qn)
+        out: set[str] = set()
+        todo = list(readers)
+        while todo:
+            qn = todo.pop()
+            if qn in out:
+                continue
+            out.add(qn)
+            todo.extend(callers.get(qn, ()))
+            scope = self.p.scopes.get(qn)
+            if scope is not None and scope.parent is not None:
+                parent = self.p.scopes.get(scope.parent)
+                if parent is not None and parent.kind is ScopeKind.CLASS:
+                    todo.append(parent.qualname)  # class bodies run in their parent
+        return out
+
+    def _worth_following(self, callee: str, state: State) -> bool:
+        """Only paths that can still end at a read with the flag set: with the
+        flag possibly set, callees that can reach a read; with it unset,
+        callees that can both set it and reach a read."""
+        if callee not in self.can_read:
+            return False
+        return state.set or callee in self.i.writers
 
     def expand(self, node: Node) -> tuple[list[tuple[Node, Hop]], list[ReadHit]]:
         memo = self._expanded.get(node)
@@ -468,7 +505,7 @@ class Reach:
                     if not c.analysed or c.qualname not in self.p.scopes:
                         continue
                     callee_scope = self.p.scopes[c.qualname]
-                    if callee_scope.kind is ScopeKind.CLASS:
+                    if callee_scope.kind is ScopeKind.CLASS or not self._worth_following(c.qualname, state):
                         continue
                     hop = Hop(qn, c.qualname, call.location, c.resolution, call.guards, call.text, state.origin)
                     edges.append(((c.qualname, state.key), hop))
@@ -516,16 +553,9 @@ class Reach:
         return None
 
     def reachable_functions(self, entry: str, start: tuple[bool, bool]) -> set[str]:
-        seen: set[Node] = set()
-        todo = [(entry, start)]
-        while todo:
-            node = todo.pop()
-            if node in seen:
-                continue
-            seen.add(node)
-            edges, _ = self.expand(node)
-            todo.extend(n for n, _ in edges if n not in seen)
-        return {n[0] for n in seen}
+        """Functions the entry can reach at all (the plain call graph: a never
+        verdict counts the unresolved calls among them)."""
+        return self.graph.reachable(entry)
 
 
 def sticky_sites(interp: Interpreter) -> list[tuple[str, int, str]]:
@@ -533,8 +563,8 @@ def sticky_sites(interp: Interpreter) -> list[tuple[str, int, str]]:
     out = []
     for (qn, site), callees in interp.site_callees.items():
         scope = interp.p.scopes[qn]
-        if scope.kind is ScopeKind.CLASS:
-            continue
+        if scope.kind is ScopeKind.CLASS or scope.calls[site].text.startswith(("<", "@")):
+            continue  # implicit protocol calls (with-enter/exit) are the with-block's business
         for c in callees:
             if c.qualname not in interp.writers or interp.is_cm(c.qualname):
                 continue

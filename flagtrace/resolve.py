@@ -67,8 +67,15 @@ Target = tuple[Value, Resolution, "Value | None"]  # callee value, layer, receiv
 BUILTINS = frozenset(dir(builtins))
 MAX_VALUES = 48  # a variable holding more distinct values stops growing
 MAX_ROUNDS = 4
+MAX_EXTERNAL_DEPTH = 5  # ``a.b.c.d.e.f``: deeper library names are not worth tracking
 _HIGHER_ORDER_BUILTINS = {"map", "filter"}
 _PASSTHROUGH_BUILTINS = {"staticmethod", "classmethod", "property"}
+# library base classes whose __call__ dispatches to a method of the subclass
+_CALL_PROTOCOLS = {
+    "torch.nn.Module": "forward",
+    "torch.nn.modules.module.Module": "forward",
+    "nn.Module": "forward",
+}
 _CONTAINER_ADDERS = {"append", "add", "insert", "extend", "update", "setdefault"}
 _TYPING_NAMES = {
     "Optional",
@@ -129,6 +136,8 @@ class Program:
         self.methods_by_name: dict[str, list[str]] = defaultdict(list)
         # (scope, container expr, key text or None/"**", value) for d[k] = v, l.append(v), d.update(x)
         self.container_stores: list[tuple[str, Expr, str | None, Expr]] = []
+        # attribute name -> scopes with a call through it (``self.runner.replay()``)
+        self.attr_users: dict[str, set[str]] = defaultdict(set)
         self.packages: set[str] = set()
         for summary in summaries:
             self.add(summary)
@@ -154,6 +163,10 @@ class Program:
                     self.container_stores.append((qn, t.base, _key_text(t.key), a.value))
             for site in scope.calls:
                 func = site.func
+                base = func
+                while isinstance(base, AttrExpr):
+                    self.attr_users[base.attr].add(qn)
+                    base = base.base
                 if isinstance(func, AttrExpr) and func.attr in _CONTAINER_ADDERS and site.args:
                     if func.attr == "update":
                         self.container_stores.append((qn, func.base, "**", site.args[0].value))
@@ -211,6 +224,8 @@ class Resolver:
         self.p = program
         self.param_values: dict[tuple[str, str], set[Value]] = defaultdict(set)
         self.site_callees: dict[tuple[str, int], tuple[Callee, ...]] = {}
+        self._callers: dict[str, set[str]] | None = None
+        self.resolved_empty: set[tuple[str, int]] = set()  # sites that call nothing of ours, knowingly
         self._mro: dict[str, tuple[str, ...]] = {}
         # container displays seen so far (values of earlier rounds refer to them)
         self._containers: dict[int, tuple[str, ContainerExpr]] = {}
@@ -236,29 +251,31 @@ class Resolver:
         old_limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(old_limit, 20_000))
         try:
+            todo: list[str] | None = None  # None: every scope
             for _ in range(MAX_ROUNDS):
                 self.rounds += 1
                 self._reset_round()
                 self._collect_stores()
-                changed = self._one_round()
+                changed = self._one_round(todo)
                 if not changed:
                     break
+                todo = self._affected_by(changed)
         finally:
             sys.setrecursionlimit(old_limit)
 
-    def _one_round(self) -> bool:
-        """Resolve every call site; bind arguments to parameters. True if any
-        parameter gained a value (another round is needed)."""
+    def _one_round(self, scopes: list[str] | None) -> set[str]:
+        """Resolve the call sites of ``scopes`` (all when None) and bind arguments
+        to parameters; the functions whose parameters gained a value."""
         new_bindings: dict[tuple[str, str], set[Value]] = defaultdict(set)
-        site_callees: dict[tuple[str, int], tuple[Callee, ...]] = {}
-        for qn, scope in self.p.scopes.items():
+        names = list(self.p.scopes) if scopes is None else scopes
+        for qn in names:
+            scope = self.p.scopes[qn]
             for i, site in enumerate(scope.calls):
                 callees, bindings = self._resolve_site(qn, i, site)
-                site_callees[(qn, i)] = callees
+                self.site_callees[(qn, i)] = callees
                 for key, values in bindings:
                     new_bindings[key] |= values
-        self.site_callees = site_callees
-        changed = False
+        changed: set[str] = set()
         for key, values in new_bindings.items():
             current = self.param_values[key]
             if len(current) >= MAX_VALUES:
@@ -266,8 +283,38 @@ class Resolver:
             added = values - current
             if added:
                 current |= added
-                changed = True
+                changed.add(key[0])
         return changed
+
+    def _affected_by(self, changed: set[str]) -> list[str]:
+        """Scopes whose call sites may resolve differently now that ``changed``
+        functions' parameters hold more values: those functions and what they
+        nest, their callers (call results flow back), and every scope calling a
+        method on an attribute those functions assign (``self.x = param``)."""
+        p = self.p
+        if self._callers is None:
+            callers: dict[str, set[str]] = defaultdict(set)
+            for (qn, _), callees in self.site_callees.items():
+                for c in callees:
+                    callers[c.qualname].add(qn)
+            self._callers = callers
+        out: set[str] = set()
+        frontier = set(changed)
+        for _ in range(3):  # callers of callers: results flow up a few levels
+            nxt: set[str] = set()
+            for qn in frontier:
+                if qn in out:
+                    continue
+                out.add(qn)
+                scope = p.scopes.get(qn)
+                if scope is not None:
+                    out.update(scope.children)
+                nxt |= self._callers.get(qn, set())
+            frontier = nxt
+        attrs = {a.target.attr for qn in changed for a in p.scopes[qn].assignments if a.target.attr}
+        for attr in attrs:
+            out.update(p.attr_users.get(attr, ()))
+        return sorted(qn for qn in out if qn in p.scopes)
 
     # ------------------------------------------------------------------ sites
 
@@ -301,7 +348,21 @@ class Resolver:
         if not callees and by_name and not implicit:
             for method in self.p.methods_by_name.get(by_name, ()):
                 callees[method] = Callee(method, Resolution.BY_NAME, True)
+        if not callees and (targets or implicit or self._builtin_receiver(qn, site)):
+            # we know what is called (a class without __init__, a method of a
+            # list or dict, the iteration protocol of a builtin): nothing of ours
+            self.resolved_empty.add((qn, index))
+        else:
+            self.resolved_empty.discard((qn, index))
         return tuple(sorted(callees.values(), key=lambda c: c.qualname)), bindings
+
+    def _builtin_receiver(self, qn: str, site: CallSite) -> bool:
+        """``xs.append(x)`` on a list/dict/set display or a builtin value."""
+        func = site.func
+        if not isinstance(func, AttrExpr):
+            return False
+        receivers = self.eval(qn, func.base)
+        return bool(receivers) and all(r[0] in ("k", "b", "g") for r in receivers)
 
     def _callee_values(self, qn: str, index: int, site: CallSite) -> tuple[list[Target], str | None]:
         """Values the callee expression evaluates to, each with its layer and the
@@ -330,18 +391,24 @@ class Resolver:
             if not receivers or (not out and any(r[0] in ("i", "c", "s") for r in receivers)):
                 # unknown receiver, or ours without such an attribute (dynamic): by name
                 by_name = func.attr
-            for r in receivers:
-                if r[0] == "x":
-                    # a library type (``self.model: nn.Module``): our subclasses of it
-                    for sub in self.subclasses_of_external(r[1]):
-                        for v in self.class_attribute(sub, func.attr):
-                            if v[0] == "f":
-                                out.append((("f", v[1], 1), Resolution.BY_NAME, ("i", sub)))
+            if not any(v[0] == "f" for v, _, _ in out):
+                for r in receivers:
+                    if r[0] == "x":
+                        # a library type (``self.model: nn.Module``): our subclasses of it
+                        # that define the method (class-hierarchy dispatch, weak evidence)
+                        for sub in self.subclasses_of_external(r[1]):
+                            for v in self._own_member(sub, func.attr):
+                                if v[0] == "f":
+                                    out.append((("f", v[1], 1), Resolution.BY_NAME, ("i", sub)))
         else:
             out = [(v, Resolution.TYPED, None) for v in self.eval(qn, func)]
         result = (out, by_name)
         self._callee_memo[(qn, index)] = result
         return result
+
+    def _external_bases_of(self, cls: str) -> tuple[str, ...]:
+        self.mro(cls)
+        return self._external_bases.get(cls, ())
 
     def subclasses_of_external(self, dotted: str) -> list[str]:
         """Analysed classes with the library class ``dotted`` among their bases."""
@@ -393,9 +460,17 @@ class Resolver:
                     yield f"{ext}.__init__", False, None, None
                     break
         elif kind == "i":
+            found = False
             for v in self.class_attribute(value[1], "__call__"):
                 if v[0] == "f":
+                    found = True
                     yield v[1], True, value, v[1]
+            if not found and any(b in _CALL_PROTOCOLS for b in self._external_bases_of(value[1])):
+                # torch.nn.Module.__call__ runs forward()
+                method = next(_CALL_PROTOCOLS[b] for b in self._external_bases_of(value[1]) if b in _CALL_PROTOCOLS)
+                for v in self.class_attribute(value[1], method):
+                    if v[0] == "f":
+                        yield v[1], True, value, v[1]
         elif kind == "b":
             yield f"<builtin>.{value[1]}", False, None, None
         elif kind == "x":
@@ -735,6 +810,8 @@ class Resolver:
                     break
             return frozenset(out)
         if kind == "x":
+            if value[1].count(".") >= MAX_EXTERNAL_DEPTH:
+                return frozenset()
             return frozenset({("x", f"{value[1]}.{attr}")})
         return frozenset()
 
@@ -882,14 +959,14 @@ class Resolver:
                 elif kind == "c":
                     out.add(("i", value[1]))
                 elif kind == "i":
-                    for v in self.class_attribute(value[1], "__call__"):
-                        if v[0] == "f":
-                            out |= self.returns(v[1])
+                    for callee_qn, _, _, fn in self._call_targets(value):
+                        if fn is not None:
+                            out |= self.returns(fn)
                 elif kind == "x":
                     if decorator and site.args:
                         out |= self.eval(qn, site.args[0].value)
-                    else:
-                        out.add(value)
+                    elif _looks_like_class(value[1]):
+                        out.add(value)  # an instance of a library class: ext.Cls().fun -> ext.Cls.fun
                 elif kind == "b":
                     if value[1] in _PASSTHROUGH_BUILTINS and site.args:
                         out |= self.eval(qn, site.args[0].value)
@@ -900,6 +977,13 @@ class Resolver:
         frozen = frozenset(out)
         self._call_memo[key] = frozen
         return frozen
+
+
+def _looks_like_class(dotted: str) -> bool:
+    """``ext.Cls`` (CapWords) is a class; ``torch.zeros`` is a function whose
+    result we know nothing about."""
+    last = dotted.rpartition(".")[2]
+    return last[:1].isupper()
 
 
 def _key_text(key: Expr | None) -> str | None:

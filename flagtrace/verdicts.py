@@ -7,7 +7,7 @@ that reporters print.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from flagtrace.callgraph import CallGraph
 from flagtrace.checks import find_hazards
@@ -20,6 +20,7 @@ from flagtrace.model import (
     ReaderFinding,
     ScopeKind,
     SetterFinding,
+    UnresolvedCall,
     WitnessStep,
 )
 from flagtrace.reach import Interpreter, Reach, Witness, sticky_sites
@@ -66,10 +67,9 @@ def analyse_flag(
     entries: Sequence[str],
     discovered: bool,
     reads: Sequence[str] = (),
+    settle: Callable[[list[UnresolvedCall]], int] | None = None,
 ) -> FlagReport:
-    fx = FlagEffects(resolver, flag)
-    interp = Interpreter(fx)
-    reach = Reach(interp, graph, frozenset(reads))
+    fx, interp, reach = _engine(resolver, graph, flag, reads)
     hazards = find_hazards(fx, interp)
     by_setter: dict[str, list[str]] = {}
     for h in hazards:
@@ -83,6 +83,13 @@ def analyse_flag(
     verdicts = []
     for entry in entries:
         verdict = _verdict(fx, interp, reach, graph, entry, preset)
+        if settle is not None and not verdict.observes_set and verdict.unresolved_count:
+            # demand-driven: let jedi settle the calls this verdict rests on, then judge again
+            reachable = reach.reachable_functions(entry, (True, False))
+            if settle([u for u in graph.unresolved if u.caller in reachable]) > 0:
+                fx, interp, reach = _engine(resolver, graph, flag, reads)
+                preset = _preset(interp, graph)
+                verdict = _verdict(fx, interp, reach, graph, entry, preset)
         if discovered and not verdict.observes_set:
             continue
         verdicts.append(verdict)
@@ -95,6 +102,14 @@ def analyse_flag(
         entries=tuple(verdicts),
         hazards=tuple(hazards),
     )
+
+
+def _engine(
+    resolver: Resolver, graph: CallGraph, flag: Flag, reads: Sequence[str]
+) -> tuple[FlagEffects, Interpreter, Reach]:
+    fx = FlagEffects(resolver, flag)
+    interp = Interpreter(fx)
+    return fx, interp, Reach(interp, graph, frozenset(reads))
 
 
 def _shown_value(kind: ValueKind) -> str:

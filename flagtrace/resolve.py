@@ -225,6 +225,9 @@ class Resolver:
         self.param_values: dict[tuple[str, str], set[Value]] = defaultdict(set)
         self.site_callees: dict[tuple[str, int], tuple[Callee, ...]] = {}
         self._callers: dict[str, set[str]] | None = None
+        self._scope_memo: dict[tuple[str, str], str | None] = {}
+        self._direct_memo: dict[tuple[str, str], bool] = {}
+        self._annotation_memo: dict[tuple[str, str], frozenset[Value]] = {}
         self.resolved_empty: set[tuple[str, int]] = set()  # sites that call nothing of ours, knowingly
         self._mro: dict[str, tuple[str, ...]] = {}
         # container displays seen so far (values of earlier rounds refer to them)
@@ -246,6 +249,7 @@ class Resolver:
         self._base_memo: dict[tuple[str, int], frozenset[Value]] = {}
         self._contents_memo: dict[int, dict[str, set[Value]]] = {}
         self._stores: dict[int, dict[str, set[Value]]] = {}
+        self._class_attr_memo: dict[tuple[str, str], frozenset[Value]] = {}
 
     def run(self) -> None:
         old_limit = sys.getrecursionlimit()
@@ -354,6 +358,8 @@ class Resolver:
             self.resolved_empty.add((qn, index))
         else:
             self.resolved_empty.discard((qn, index))
+        if len(callees) < 2:
+            return tuple(callees.values()), bindings
         return tuple(sorted(callees.values(), key=lambda c: c.qualname)), bindings
 
     def _builtin_receiver(self, qn: str, site: CallSite) -> bool:
@@ -423,7 +429,15 @@ class Resolver:
         return self._external_subclasses.get(dotted, [])
 
     def _name_is_direct(self, qn: str, name: str) -> bool:
-        """A name bound only by def/class/import (not a parameter or computed)."""
+        """A name bound only by def/class/import (not a parameter or computed).
+        Static: memoised for the whole run."""
+        key = (qn, name)
+        memo = self._direct_memo.get(key)
+        if memo is None:
+            memo = self._direct_memo[key] = self._find_name_is_direct(qn, name)
+        return memo
+
+    def _find_name_is_direct(self, qn: str, name: str) -> bool:
         scope_qn = self._binding_scope(qn, name)
         if scope_qn is None:
             return name in BUILTINS
@@ -642,7 +656,18 @@ class Resolver:
         return frozenset(out)
 
     def _binding_scope(self, qn: str, name: str) -> str | None:
-        """The scope whose variable ``name`` refers to when read in ``qn`` (LEGB)."""
+        """The scope whose variable ``name`` refers to when read in ``qn`` (LEGB).
+        Static, so memoised for the whole run."""
+        key = (qn, name)
+        try:
+            return self._scope_memo[key]
+        except KeyError:
+            pass
+        where = self._find_binding_scope(qn, name)
+        self._scope_memo[key] = where
+        return where
+
+    def _find_binding_scope(self, qn: str, name: str) -> str | None:
         scope = self.p.scopes.get(qn)
         first = True
         while scope is not None:
@@ -730,7 +755,16 @@ class Resolver:
         return out
 
     def annotation_values(self, qn: str, annotation: str) -> frozenset[Value]:
-        """Instances of the classes an annotation names (``Optional[T]``, ``"T"``, ``T | None``)."""
+        """Instances of the classes an annotation names (``Optional[T]``, ``"T"``, ``T | None``).
+        Annotations name classes through imports and defs, which do not change
+        between rounds: memoised for the whole run."""
+        key = (qn, annotation)
+        memo = self._annotation_memo.get(key)
+        if memo is None:
+            memo = self._annotation_memo[key] = self._annotation_values(qn, annotation)
+        return memo
+
+    def _annotation_values(self, qn: str, annotation: str) -> frozenset[Value]:
         text = annotation.strip().strip("'\"")
         out: set[Value] = set()
         for name in _ANNOTATION_NAME.findall(text):
@@ -876,11 +910,18 @@ class Resolver:
         return scope is not None and "staticmethod" in scope.decorator_texts
 
     def class_attribute(self, cls: str, attr: str) -> frozenset[Value]:
+        key = (cls, attr)
+        memo = self._class_attr_memo.get(key)
+        if memo is not None:
+            return memo
+        found: frozenset[Value] = frozenset()
         for owner in self.mro(cls):
             members = self._own_member(owner, attr)
             if members:
-                return members
-        return frozenset()
+                found = members
+                break
+        self._class_attr_memo[key] = found
+        return found
 
     def _own_member(self, cls: str, attr: str) -> frozenset[Value]:
         scope = self.p.scopes.get(cls)

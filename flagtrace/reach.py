@@ -99,6 +99,7 @@ class Interpreter:
         self.site_callees = effects.resolver.site_callees
         self.transfer: dict[tuple[str, bool], tuple[bool, bool]] = {}
         self.writers = self._functions_reaching_writes()
+        self.setter_uses: list[tuple[str, Location]] | None = None  # filled on demand by verdicts
         self._compute_transfers()
 
     # ---------------------------------------------------------------- transfers

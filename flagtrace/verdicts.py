@@ -82,7 +82,9 @@ def analyse_flag(
     preset = _preset(interp, graph)
     verdicts = []
     for entry in entries:
-        verdict = _verdict(fx, interp, reach, graph, entry, preset)
+        verdict = _verdict(fx, interp, reach, graph, entry, preset, explain_never=not discovered)
+        if discovered and not verdict.observes_set:
+            continue  # discovered entries are reported only when they observe the flag set
         if settle is not None and not verdict.observes_set and verdict.unresolved_count:
             # demand-driven: let jedi settle the calls this verdict rests on, then judge again
             reachable = reach.reachable_functions(entry, (True, False))
@@ -180,6 +182,7 @@ def _verdict(
     graph: CallGraph,
     entry: str,
     preset: tuple[list[WitnessStep], bool],
+    explain_never: bool = True,
 ) -> EntryVerdict:
     pre_steps, may_be_preset = preset
     witness = reach.witness(entry, (True, False))
@@ -199,6 +202,8 @@ def _verdict(
         if pre:
             reason += "; a sticky setter elsewhere may leave it set before the entry runs"
         return EntryVerdict(entry, True, "by-name" if weak else "resolved", reason, tuple(steps))
+    if not explain_never:
+        return EntryVerdict(entry, False, "resolved", "")
     return _never(fx, interp, reach, graph, entry)
 
 
@@ -305,7 +310,9 @@ def _never(fx: FlagEffects, interp: Interpreter, reach: Reach, graph: CallGraph,
     if not setters:
         reason = f"nothing in the analysed code sets {name}"
     else:
-        uses = _setter_uses(fx, interp)
+        uses = interp.setter_uses  # type: ignore[attr-defined]
+        if uses is None:
+            uses = interp.setter_uses = _setter_uses(fx, interp)  # type: ignore[attr-defined]
         shown = ", ".join(f"{_display(s)}()" for s in setters[:3])
         live = [u for u in uses if u[0] in reachable]
         if not live:

@@ -12,11 +12,22 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from flagtrace.cache import SummaryCache
 from flagtrace.callgraph import CallGraph
 from flagtrace.discover import discover
 from flagtrace.index import index_many
-from flagtrace.model import AnalysisReport, Diagnostic, FlagReport, IndexResult, ModuleSummary, SourceFile
-from flagtrace.resolve import Resolver, resolve
+from flagtrace.model import (
+    AnalysisReport,
+    Diagnostic,
+    FlagReport,
+    IndexResult,
+    ModuleSummary,
+    Resolution,
+    ScopeKind,
+    SourceFile,
+    UnresolvedCall,
+)
+from flagtrace.resolve import Callee, Resolver, resolve
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +52,22 @@ def load_project(
     exclude: Sequence[str] = (),
     jobs: int | None = None,
     on_result: Callable[[IndexResult], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    cache: SummaryCache | None = None,
 ) -> Project:
+    """Discover and index ``paths``. ``on_start`` gets the number of files to
+    index, then ``on_result`` each result (for progress); with a ``cache``,
+    unchanged files are read from it instead of being parsed."""
     start = time.perf_counter()
     found = discover(paths, exclude)
-    results = index_many(found.files, jobs=jobs if jobs is not None else default_jobs(), on_result=on_result)
+    if on_start is not None:
+        on_start(len(found.files))
+    results = index_many(
+        found.files,
+        jobs=jobs if jobs is not None else default_jobs(),
+        on_result=on_result,
+        cache=cache,
+    )
     summaries = tuple(sorted((r.summary for r in results if r.summary is not None), key=lambda s: s.module))
     diagnostics = list(found.diagnostics)
     diagnostics.extend(r.diagnostic for r in results if r.diagnostic is not None)
@@ -58,9 +81,38 @@ def load_project(
     )
 
 
-def build_callgraph(project: Project) -> tuple[Resolver, CallGraph]:
+def build_callgraph(project: Project, jedi_budget: float = 0.0) -> tuple[Resolver, CallGraph]:
+    """Resolve calls and build the graph; with a budget, jedi then settles the
+    first unresolved sites it can within that many seconds."""
     resolver = resolve(project.summaries)
-    return resolver, CallGraph.build(resolver)
+    graph = CallGraph.build(resolver)
+    if jedi_budget > 0 and graph.unresolved:
+        settle_with_jedi(project, resolver, graph, graph.unresolved, jedi_budget)
+    return resolver, graph
+
+
+def settle_with_jedi(
+    project: Project,
+    resolver: Resolver,
+    graph: CallGraph,
+    sites: Sequence[UnresolvedCall],
+    budget: float,
+) -> int:
+    """Ask jedi about ``sites``; add what it settles to the resolver and the
+    graph. Returns the number of edges added."""
+    from flagtrace.jedi_fallback import settle
+
+    roots = sorted({f.root for f in project.files})
+    known = {qn for qn, scope in resolver.p.scopes.items() if scope.kind is not ScopeKind.CLASS}
+    result = settle(((u.scope, u) for u in sites), roots, known, budget)
+    for edge in result.edges:
+        scope_qn = next(u.scope for u in sites if u.site == edge.site and u.location == edge.location)
+        key = (scope_qn, edge.site)
+        current = resolver.site_callees.get(key, ())
+        if all(c.qualname != edge.callee for c in current):
+            resolver.site_callees[key] = (*current, Callee(edge.callee, Resolution.JEDI, True))
+    graph.add_settled(result.edges, result.settled_sites, result.queries)
+    return len(result.edges)
 
 
 def callgraph_pycg(paths: Sequence[str], jobs: int = 1) -> dict[str, list[str]]:
@@ -82,7 +134,10 @@ def analyze(
     exclude: Sequence[str] = (),
     jobs: int | None = None,
     reads: Sequence[str] = (),
+    jedi_budget: float = 0.0,
     on_result: Callable[[IndexResult], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    cache: SummaryCache | None = None,
 ) -> AnalysisReport:
     """Analyse ``flags`` in the code under ``paths``.
 
@@ -90,9 +145,11 @@ def analyze(
     flags are still analysed); bad files become errors too.
     """
     start = time.perf_counter()
-    project = load_project(paths, exclude=exclude, jobs=jobs, on_result=on_result)
+    project = load_project(
+        paths, exclude=exclude, jobs=jobs, on_result=on_result, on_start=on_start, cache=cache
+    )
     resolver, graph = build_callgraph(project)
-    report = analyze_project(project, resolver, graph, flags, entries, reads=reads)
+    report = analyze_project(project, resolver, graph, flags, entries, reads=reads, jedi_budget=jedi_budget)
     return replace(report, seconds=time.perf_counter() - start)
 
 
@@ -104,8 +161,12 @@ def analyze_project(
     entries: Sequence[str] = (),
     *,
     reads: Sequence[str] = (),
+    jedi_budget: float = 0.0,
 ) -> AnalysisReport:
-    """The flag stages on an already indexed and resolved project."""
+    """The flag stages on an already indexed and resolved project.
+
+    ``jedi_budget`` seconds are shared by all verdicts that would otherwise
+    rest on unresolved calls (jedi is asked only about those calls)."""
     from flagtrace.effects import FlagLookupError, find_flags
     from flagtrace.verdicts import EntryError, analyse_flag, check_entry, discover_entries
 
@@ -127,13 +188,21 @@ def analyze_project(
     discovered = not entries
     if discovered:
         chosen = discover_entries(resolver, graph)
+    deadline = time.perf_counter() + jedi_budget
+
+    def settle(sites: list[UnresolvedCall]) -> int:
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0 or not sites:
+            return 0
+        return settle_with_jedi(project, resolver, graph, sites, remaining)
+
     for spec in flags:
         try:
             flag = find_flags(resolver, spec)
         except FlagLookupError as exc:
             errors.append(Diagnostic("<flag>", None, str(exc)))
             continue
-        reports.append(analyse_flag(resolver, graph, flag, chosen, discovered, read_functions))
+        reports.append(analyse_flag(resolver, graph, flag, chosen, discovered, read_functions, settle))
     return AnalysisReport(
         flags=tuple(reports),
         errors=tuple(errors),

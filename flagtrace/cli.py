@@ -47,11 +47,45 @@ def cli() -> None:
     """Find where module-level flags set by context managers leak into code paths."""
 
 
+def _cache_dir_option(f: Any) -> Any:
+    return click.option(
+        "--cache-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help="Summary cache directory (default: $FLAGTRACE_CACHE_DIR, else the user cache dir).",
+    )(f)
+
+
+def _cache(cache_dir: Path | None, no_cache: bool) -> Any:
+    from flagtrace.cache import SummaryCache
+
+    return SummaryCache(cache_dir, enabled=not no_cache)
+
+
+def _run_status(quiet: bool) -> Any:
+    """Progress on stderr for this command; erased however the command ends."""
+    from flagtrace.progress import RunStatus
+
+    status = RunStatus(quiet)
+    click.get_current_context().call_on_close(status.close)
+    return status
+
+
 def _common_options(f: Any) -> Any:
     f = click.option("--exclude", multiple=True, metavar="GLOB", help="Skip paths matching GLOB (repeatable).")(f)
     f = click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all CPUs).")(f)
     f = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the report to FILE.")(f)
     f = click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")(f)
+    f = _cache_dir_option(f)
+    f = click.option("--no-cache", is_flag=True, help="Neither read nor write the summary cache.")(f)
+    f = click.option(
+        "--jedi-budget",
+        type=click.FloatRange(min=0),
+        default=5.0,
+        show_default=True,
+        metavar="SECONDS",
+        help="Time jedi may spend settling calls flagtrace cannot resolve (0: never).",
+    )(f)
     return f
 
 
@@ -59,15 +93,34 @@ def _common_options(f: Any) -> Any:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["pycg", "json", "dot"]), default="json", show_default=True)
 @_common_options
-def callgraph_cmd(paths: tuple[Path, ...], fmt: str, exclude: tuple[str, ...], jobs: int | None, output: Path | None, quiet: bool) -> None:
+def callgraph_cmd(
+    paths: tuple[Path, ...],
+    fmt: str,
+    exclude: tuple[str, ...],
+    jobs: int | None,
+    output: Path | None,
+    quiet: bool,
+    jedi_budget: float,
+    cache_dir: Path | None,
+    no_cache: bool,
+) -> None:
     """Write the call graph of PATHS (PyCG JSON, flagtrace JSON or Graphviz dot)."""
     from flagtrace.api import build_callgraph, load_project
 
-    project = load_project([str(p) for p in paths], exclude=exclude, jobs=jobs)
+    status = _run_status(quiet)
+    project = load_project(
+        [str(p) for p in paths],
+        exclude=exclude,
+        jobs=jobs,
+        cache=_cache(cache_dir, no_cache),
+        on_start=status.on_start,
+        on_result=status.on_result,
+    )
     _print_diagnostics(project.diagnostics)
     if not project.summaries:
         raise FlagtraceError("no Python files to analyse in " + ", ".join(str(p) for p in paths))
-    _, graph = build_callgraph(project)
+    _, graph = build_callgraph(project, jedi_budget=jedi_budget)
+    status.close()
     if fmt == "pycg":
         text = json.dumps(graph.to_pycg(), indent=2) + "\n"
     elif fmt == "dot":
@@ -79,12 +132,12 @@ def callgraph_cmd(paths: tuple[Path, ...], fmt: str, exclude: tuple[str, ...], j
     _write(text, output)
     if not quiet:
         stats = graph.stats()
-        click.echo(
-            f"flagtrace: {len(project.summaries)} files, {project.lines} lines, "
-            f"{stats.nodes} functions, {stats.edges} edges, {stats.unresolved} unresolved calls, "
-            f"{len(project.diagnostics)} errors, {project.seconds:.1f}s indexing",
-            err=True,
+        extra = (
+            f"{stats.nodes} functions, {stats.edges} edges, {stats.unresolved} unresolved calls "
+            f"(jedi: {stats.jedi_queries} queries, {stats.jedi_edges} edges), "
+            f"{project.seconds:.1f}s indexing"
         )
+        click.echo(status.summary(len(project.diagnostics), extra), err=True)
     # the graph is written either way; bad input files still make the exit code say so
     raise SystemExit(ExitCode.ERROR if project.diagnostics else ExitCode.CLEAN)
 
@@ -106,11 +159,19 @@ def check_cmd(
     jobs: int | None,
     output: Path | None,
     quiet: bool,
+    jedi_budget: float,
+    cache_dir: Path | None,
+    no_cache: bool,
 ) -> None:
     """Can an entry point run while FLAG is set? Proof, and the setters' hazards."""
     from flagtrace.api import analyze
 
-    report = analyze([str(p) for p in paths], flags, entries, exclude=exclude, jobs=jobs, reads=reads)
+    status = _run_status(quiet)
+    report = analyze(
+        [str(p) for p in paths], flags, entries, exclude=exclude, jobs=jobs, reads=reads, jedi_budget=jedi_budget,
+        cache=_cache(cache_dir, no_cache), on_start=status.on_start, on_result=status.on_result,
+    )
+    status.close()
     if fmt == "json":
         from flagtrace.report.json_report import render
 
@@ -121,14 +182,47 @@ def check_cmd(
         from flagtrace.report.rich_report import render as render_rich
 
         if output is not None:
-            with output.open("w", encoding="utf-8") as fh:
-                render_rich(report, Console(file=fh, width=120, no_color=True))
+            try:
+                with output.open("w", encoding="utf-8") as fh:
+                    render_rich(report, Console(file=fh, width=120, no_color=True))
+            except OSError as exc:
+                raise FlagtraceError(f"{output}: cannot write report: {exc.strerror or exc}") from None
         else:
             render_rich(report, Console(highlight=False))
     if fmt == "json" or output is not None:
         for d in report.errors:
             click.echo(f"flagtrace: error: {d}", err=True)
+    if not quiet:
+        click.echo(status.summary(len(report.errors)), err=True)
     raise SystemExit(exit_code_for(report))
+
+
+@cli.group("cache")
+def cache_group() -> None:
+    """Inspect or empty the cache of per-file summaries."""
+
+
+@cache_group.command("info")
+@_cache_dir_option
+def cache_info_cmd(cache_dir: Path | None) -> None:
+    """Show the cache directory, its entries, size and summary formats."""
+    from flagtrace.cache import SummaryCache
+
+    click.echo(SummaryCache(cache_dir).info().render(), nl=False)
+
+
+@cache_group.command("clear")
+@_cache_dir_option
+def cache_clear_cmd(cache_dir: Path | None) -> None:
+    """Delete every cached summary (other files in the directory are left alone)."""
+    from flagtrace.cache import SummaryCache
+
+    cache = SummaryCache(cache_dir)
+    try:
+        removed = cache.clear()
+    except OSError as exc:
+        raise FlagtraceError(f"cannot clear the cache: {exc.strerror or exc}") from None
+    click.echo(f"flagtrace: removed {removed} cache entries from {cache.directory}")
 
 
 def exit_code_for(report: object) -> ExitCode:
@@ -175,6 +269,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0) if not isinstance(exc.code, str) else ExitCode.ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader of stdout went away (``flagtrace ... | head``)
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the exit flush does not fail again
+        except OSError:
+            pass
+        return ExitCode.ERROR
     except Exception as exc:  # a bug in flagtrace, not in the user's input
         if os.environ.get("FLAGTRACE_DEBUG"):
             raise

@@ -29,12 +29,15 @@ The rules, in the order a reader meets them:
   or excluded: a command line that names a path and then ignores it confuses.
 
 Problems with the input (a missing path, an unreadable directory, two files
-claiming one module) become :class:`~flagtrace.model.Diagnostic` values and the
-walk goes on: one bad directory must not hide the rest of a codebase.
+claiming one module, a given directory without Python files, a ``.py`` symlink
+that loops or dangles) become :class:`~flagtrace.model.Diagnostic` values and
+the walk goes on: one bad directory must not hide the rest of a codebase.
+Empty files and empty directories inside a walk are not problems.
 """
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import keyword
 import os
@@ -190,6 +193,7 @@ class _Collector:
         self.seen_files: set[str] = set()
         self.by_module: dict[str, SourceFile] = {}
         self.diagnostics: list[Diagnostic] = []
+        self.found = 0  # Python files met, before de-duplication
 
     def excluded(self, *candidates: str) -> bool:
         return any(
@@ -206,6 +210,7 @@ class _Collector:
         return True
 
     def add(self, source: SourceFile) -> None:
+        self.found += 1
         real = os.path.realpath(source.path)
         if real in self.seen_files:
             return
@@ -233,8 +238,14 @@ def _discover_path(path: Path, collector: _Collector) -> None:
         collector.problem(path, _describe(error))
         return
     if stat.S_ISDIR(mode):
+        if os.path.realpath(path) in collector.visited_dirs:
+            return  # given twice, or inside a directory given before: already walked
         module, root = module_name_for(path)
+        found = collector.found
         _walk(_Dir(path, "", module, root, in_package=bool(module)), collector)
+        if collector.found == found:
+            what = "a directory, not a Python file, and it holds" if path.suffix == ".py" else "a directory with"
+            collector.problem(path, f"{what} no Python files to analyse")
     elif stat.S_ISREG(mode):
         _take_given_file(path, collector)
     else:
@@ -267,6 +278,9 @@ def _walk(directory: _Dir, collector: _Collector) -> None:
         return
     subdirectories = [entry.name for entry in entries if _is_dir(entry)]
     files = [entry.name for entry in entries if entry.name.endswith(".py") and _is_file(entry)]
+    for entry in entries:
+        if _is_symlink(entry) and not _is_dir(entry) and not _is_file(entry):
+            _bad_link(directory, entry, collector)
     for name in subdirectories:
         _enter(directory, name, collector)
     for name in files:
@@ -303,6 +317,34 @@ def _take(parent: _Dir, name: str, collector: _Collector) -> None:
         is_package = False
     if module:
         collector.add(SourceFile(str(path), module, str(parent.root), is_package))
+
+
+def _bad_link(parent: _Dir, entry: os.DirEntry[str], collector: _Collector) -> None:
+    """Report a ``.py`` symlink that loops or dangles where a module would be
+    taken. Other names stay quiet: a directory link that loops is just not
+    walked, and an editor's ``.#x.py`` lock link names no module."""
+    name = entry.name
+    if not name.endswith(".py") or not (name == INIT or is_module_component(name[: -len(".py")])):
+        return
+    path = parent.path / name
+    if collector.excluded(parent.rel_of(name), path.as_posix(), name):
+        return
+    try:
+        os.stat(entry.path)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            collector.problem(path, "symbolic link loop; ignored")
+        elif isinstance(error, FileNotFoundError):
+            collector.problem(path, f"broken symbolic link (to {_link_target(entry.path)}); ignored")
+        else:
+            collector.problem(path, f"{_describe(error)}; ignored")
+
+
+def _link_target(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
 
 
 # --------------------------------------------------------------------------
@@ -373,4 +415,6 @@ def _describe(error: OSError) -> str:
         return "no such file or directory"
     if isinstance(error, PermissionError):
         return "permission denied"
+    if error.errno == errno.ELOOP:
+        return "symbolic link loop"
     return (error.strerror or str(error)).lower()

@@ -64,6 +64,7 @@ from flagtrace.model import (
     YieldStep,
 )
 
+SUMMARY_FORMAT = 1  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
 MAX_TEXT = 120  # longest source text kept for a guard or a value
 MAX_CALL_TEXT = 60  # calls are shown with their source line; this is a label
 _TRIVIA_BASES = (
@@ -761,12 +762,18 @@ class _Indexer:
                 if isinstance(tgt, cst.Name):
                     alias = tgt.value
             items.append(WithItem(value, text, self.loc(item.item), alias))
+            # the context-manager protocol, as implicit calls (edges only to our code)
+            enter = "__aenter__" if node.asynchronous is not None else "__enter__"
+            self.add_call(AttrExpr(value, enter), (), item.item, f"<{enter}> {text[:MAX_CALL_TEXT]}")
         self.with_texts.extend(i.text for i in items)
         try:
             body = self.block(node.body)
         finally:
             del self.with_texts[len(self.with_texts) - len(items) :]
         self.emit(WithBlock(tuple(items), body, self.loc(node), node.asynchronous is not None))
+        leave = "__aexit__" if node.asynchronous is not None else "__exit__"
+        for item, with_item in zip(reversed(node.items), reversed(items)):
+            self.add_call(AttrExpr(with_item.expr, leave), (), item.item, f"<{leave}> {with_item.text[:MAX_CALL_TEXT]}")
 
     def stmt_Try(self, node: cst.Try | cst.TryStar) -> None:
         catches_import = any(_handler_catches_import_error(h) for h in node.handlers)
@@ -1076,71 +1083,230 @@ def summarize_source(source: SourceFile, data: bytes) -> ModuleSummary:
 
 
 def index_file(source: SourceFile, data: bytes | None = None) -> IndexResult:
-    """Index one file; any problem becomes a one-line ``Diagnostic``."""
+    """Index one file; any problem becomes a one-line ``Diagnostic``: the path,
+    the line where known, and what is wrong (unreadable, too large, not text,
+    nested too deep to parse safely, a syntax error, or a bug in flagtrace on
+    this file). Nothing escapes but ``KeyboardInterrupt`` and ``SystemExit``."""
+    import os
+
+    from flagtrace import parseguard
+
+    def problem(line: int | None, message: str) -> IndexResult:
+        return IndexResult(source, None, Diagnostic(source.path, line, message))
+
+    limit = parseguard.max_file_bytes()
     try:
         if data is None:
             with open(source.path, "rb") as fh:
-                data = fh.read()
+                size = os.fstat(fh.fileno()).st_size
+                if size > limit:
+                    return problem(None, parseguard.too_large(size, limit))
+                data = fh.read(limit + 1)
+    except IsADirectoryError:
+        return problem(None, "is a directory, not a Python file")
     except OSError as exc:
-        return IndexResult(source, None, Diagnostic(source.path, None, f"cannot read file: {exc.strerror or exc}"))
+        return problem(None, f"cannot read file: {(exc.strerror or str(exc)).lower()}")
+    if len(data) > limit:
+        return problem(None, parseguard.too_large(len(data), limit))
     try:
         return IndexResult(source, _summarize_guarded(source, data))
+    except parseguard.SourceProblem as exc:
+        return problem(exc.line, exc.message)
     except cst.ParserSyntaxError as exc:
-        message = str(exc.message).strip().splitlines()[0] if exc.message else "syntax error"
-        return IndexResult(source, None, Diagnostic(source.path, exc.raw_line, f"syntax error: {message}"))
+        try:
+            text: str | None = parseguard.decode(data)[0]
+        except parseguard.SourceProblem:
+            text = None
+        line, message = parseguard.syntax_error(text, exc.raw_line, exc.raw_column, str(exc.message or ""))
+        return problem(line, message)
     except RecursionError:
-        return IndexResult(source, None, Diagnostic(source.path, None, "too deeply nested to analyse"))
+        return problem(None, "nesting too deep to analyse (the recursion limit was reached)")
+    except MemoryError:
+        return problem(None, "out of memory while analysing this file")
     except (UnicodeDecodeError, LookupError) as exc:
-        return IndexResult(source, None, Diagnostic(source.path, None, f"cannot decode file: {exc}"))
+        return problem(None, f"cannot decode file: {parseguard.one_line(exc)}")
     except (ValueError, SyntaxError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return IndexResult(source, None, Diagnostic(source.path, None, f"cannot parse: {first}"))
+        return problem(getattr(exc, "lineno", None), f"cannot parse: {parseguard.one_line(exc)}")
+    except Exception as exc:  # a bug in flagtrace on this file: report it, go on with the rest
+        if os.environ.get("FLAGTRACE_DEBUG"):
+            raise
+        return problem(
+            None,
+            f"internal error in flagtrace on this file: {type(exc).__name__}: {parseguard.one_line(exc)} "
+            "(set FLAGTRACE_DEBUG=1 for a traceback, and please report it)",
+        )
 
 
 def _summarize_guarded(source: SourceFile, data: bytes) -> ModuleSummary:
+    """``summarize_source`` after ``parseguard.check``: refuses what cannot be
+    parsed safely, and parses deep files on a thread with a big stack (where a
+    higher recursion limit is safe too)."""
+    from flagtrace import parseguard
+
+    scan = parseguard.check(data)
     limit = sys.getrecursionlimit()
-    if limit < 10_000:
-        sys.setrecursionlimit(10_000)
+
+    def run(wanted: int) -> ModuleSummary:
+        if limit < wanted:
+            sys.setrecursionlimit(wanted)
+        try:
+            return summarize_source(source, data)
+        finally:
+            sys.setrecursionlimit(limit)
+
+    if not scan.careful:
+        return run(10_000)
+    shallow_enough = scan.nesting.brackets <= 100 and scan.nesting.expression <= 500
+    summary = parseguard.run_with_big_stack(
+        lambda: run(50_000), fallback=(lambda: run(10_000)) if shallow_enough else None
+    )
+    parseguard.check_summary(summary)  # later stages pickle and walk it under the default limit
+    return summary
+
+
+def _index_chunk(chunk: list[tuple[SourceFile, bytes | None, str | None]], cache: Any = None) -> list[IndexResult]:
+    """Index a chunk (in a worker); with a cache, store each result that has a key."""
+    results = []
+    for source, data, key in chunk:
+        result = index_file(source, data)
+        if cache is not None and key is not None:
+            cache.put(key, result)
+        results.append(result)
+    return results
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while unpickling many summaries, then freeze them.
+
+    Summaries are long-lived and acyclic (refcounting frees them), yet the GC
+    would walk all of them again and again: on SGLang (3.7M objects) loading
+    them from the cache takes ~3x longer with the GC on, and re-enabling it
+    costs one more full walk (~1 s) unless they are first moved to the
+    permanent generation with ``gc.freeze()``.
+    """
+    import gc
+
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        return summarize_source(source, data)
+        yield
     finally:
-        sys.setrecursionlimit(limit)
-
-
-def _index_chunk(chunk: list[tuple[SourceFile, bytes | None]]) -> list[IndexResult]:
-    return [index_file(s, d) for s, d in chunk]
+        gc.freeze()
+        if was_enabled:
+            gc.enable()
 
 
 def index_many(
     sources: Sequence[SourceFile],
     jobs: int = 1,
     on_result: Any = None,
+    cache: Any = None,
 ) -> list[IndexResult]:
-    """Index files, in a process pool when ``jobs > 1``; result order follows input."""
-    if jobs <= 1 or len(sources) < 8:
-        results = []
-        for s in sources:
-            r = index_file(s)
+    """Index files, in a process pool when ``jobs > 1``; result order follows input.
+
+    With a ``flagtrace.cache.SummaryCache``, this process reads and hashes
+    every file and looks it up; only misses are indexed (their bytes go to the
+    workers, which store the new entries) and hits come back with ``cached=True``.
+    """
+    out: list[IndexResult | None] = [None] * len(sources)
+    todo: list[tuple[int, bytes | None, str | None]] = []
+    if cache is not None and cache.enabled:
+        import os
+
+        from flagtrace import parseguard
+
+        limit = parseguard.max_file_bytes()
+        with _gc_paused():
+            for i, s in enumerate(sources):
+                try:
+                    with open(s.path, "rb") as fh:
+                        if os.fstat(fh.fileno()).st_size > limit:
+                            raise OSError("too large")
+                        content = fh.read()
+                except OSError:
+                    todo.append((i, None, None))  # index_file reports it
+                    continue
+                key = cache.key(s, content)
+                hit = cache.get(s, key)
+                if hit is None:
+                    todo.append((i, content, key))
+                    continue
+                out[i] = hit
+                if on_result is not None:
+                    on_result(hit)
+        if todo and not cache.ensure_writable():
+            todo = [(i, data, None) for i, data, _ in todo]
+    else:
+        todo = [(i, None, None) for i in range(len(sources))]
+        cache = None
+    if jobs <= 1 or len(todo) < 8:
+        for i, data, key in todo:
+            r = _index_chunk([(sources[i], data, key)], cache)[0]
+            out[i] = r
             if on_result is not None:
                 on_result(r)
-            results.append(r)
-        return results
+        return [r for r in out if r is not None]
     import concurrent.futures
+    import concurrent.futures.process
+    import gc
     import multiprocessing
+    import os
 
     # Larger files first so the pool stays busy until the end; chunks keep IPC low.
-    order = sorted(range(len(sources)), key=lambda i: -_size(sources[i].path))
-    chunk_size = max(1, min(16, len(sources) // (jobs * 8) or 1))
-    chunks = [order[i : i + chunk_size] for i in range(0, len(order), chunk_size)]
-    out: list[IndexResult | None] = [None] * len(sources)
+    todo.sort(key=lambda t: -(len(t[1]) if t[1] is not None else _size(sources[t[0]].path)))
+    chunk_size = max(1, min(16, len(todo) // (jobs * 8) or 1))
+    chunks = [todo[i : i + chunk_size] for i in range(0, len(todo), chunk_size)]
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        futures = {pool.submit(_index_chunk, [(sources[i], None) for i in c]): c for c in chunks}
+    with _gc_paused(), concurrent.futures.ProcessPoolExecutor(
+        max_workers=jobs, mp_context=ctx, initializer=gc.enable
+    ) as pool:
+        futures = {
+            pool.submit(_index_chunk, [(sources[i], data, key) for i, data, key in c], cache): c
+            for c in chunks
+        }
+        del todo, chunks
+        orphans: list[tuple[int, bytes | None, str | None]] = []
         for fut in concurrent.futures.as_completed(futures):
-            for i, r in zip(futures[fut], fut.result()):
+            chunk = futures.pop(fut)
+            try:
+                results = fut.result()
+            except Exception:  # a worker died (native crash, out of memory) or failed: retry alone
+                orphans.extend(chunk)
+                continue
+            for (i, _, _), r in zip(chunk, results):
                 out[i] = r
                 if on_result is not None:
                     on_result(r)
+    # Each orphan again, one at a time in a one-worker pool, so a file that
+    # kills its worker costs only its own diagnostic and the run goes on.
+    solo: concurrent.futures.ProcessPoolExecutor | None = None
+    try:
+        for i, data, key in orphans:
+            if solo is None:
+                solo = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx)
+            try:
+                r = solo.submit(_index_chunk, [(sources[i], data, key)], cache).result()[0]
+            except concurrent.futures.process.BrokenProcessPool:
+                solo.shutdown(wait=True)
+                solo = None
+                r = IndexResult(sources[i], None, Diagnostic(
+                    sources[i].path, None, "the parser crashed on this file (its worker process died); skipped"
+                ))
+            except Exception as exc:
+                if os.environ.get("FLAGTRACE_DEBUG"):
+                    raise
+                r = IndexResult(sources[i], None, Diagnostic(
+                    sources[i].path, None,
+                    f"internal error in flagtrace on this file: {type(exc).__name__}: "
+                    f"{' '.join(str(exc).split())} (set FLAGTRACE_DEBUG=1 for a traceback, and please report it)",
+                ))
+            out[i] = r
+            if on_result is not None:
+                on_result(r)
+    finally:
+        if solo is not None:
+            solo.shutdown(wait=True)
     return [r for r in out if r is not None]
 
 

@@ -10,6 +10,7 @@ silently skipped real-codebase test looks exactly like a passing one. Set
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,16 @@ class PytestRegistry:
                 f"{error}\n(set {OFFLINE_VARIABLE}=1 to skip tests that need downloads)",
                 pytrace=False,
             )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_summary_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Every test (and every subprocess it starts) caches summaries in one
+    session-wide temporary directory, never in the user's cache dir."""
+    directory = tmp_path_factory.mktemp("flagtrace-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FLAGTRACE_CACHE_DIR", str(directory))
+        yield directory
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,288 @@
+"""Persistent cache of per-file summaries.
+
+A file's entry is keyed by everything its ``IndexResult`` depends on: the
+sha256 of its bytes, its module name, whether it is a package ``__init__``,
+its path (summaries carry the path in every ``Location``) and ``schema()``:
+the flagtrace version, ``index.SUMMARY_FORMAT``, the libcst and Python
+versions, and a digest of the indexer's own source (so an edited checkout
+never reads summaries an older indexer wrote, even if nobody bumped
+``SUMMARY_FORMAT``).
+
+Layout: ``<directory>/v<SUMMARY_FORMAT>/<first 2 hex>/<key hex>.pkl``, one
+pickle per file holding ``(MAGIC, key, schema, summary, diagnostic)``. Writes go
+to a temporary file in the same directory and are renamed into place, so two
+concurrent runs never see a half-written entry; an entry that does not
+unpickle, or whose stored key or schema differs, is a miss and gets
+overwritten. Only summaries are cached: a file that could not be indexed is
+tried again on the next run, because some of those problems depend on the
+environment (memory, stack depth, ``$FLAGTRACE_MAX_FILE_MB``), not the bytes.
+
+The cache never stops a run: a directory that cannot be written disables it
+for the run with one warning line on stderr, and a failed read is a miss.
+Entries are trusted pickles: point ``--cache-dir`` only at a directory no
+one else can write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from flagtrace.model import IndexResult, ModuleSummary, SourceFile
+
+ENV_VARIABLE = "FLAGTRACE_CACHE_DIR"
+MAGIC = "flagtrace-summary"
+_SUFFIX = ".pkl"
+_TEMP_PREFIX = ".tmp-"
+#: The modules whose code decides what a summary holds (their digest is in the key).
+_INDEXER_SOURCES = ("index.py", "model.py", "parseguard.py")
+
+
+def default_directory() -> Path:
+    """``$FLAGTRACE_CACHE_DIR``, else the user cache dir (``~/.cache/flagtrace`` on Linux)."""
+    env = os.environ.get(ENV_VARIABLE)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("flagtrace", appauthor=False))
+
+
+@lru_cache(maxsize=1)
+def schema() -> str:
+    """Everything besides the file that changes a summary, as one string."""
+    import libcst
+
+    from flagtrace import __version__
+    from flagtrace.index import SUMMARY_FORMAT
+
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for name in _INDEXER_SOURCES:
+        try:
+            digest.update((here / name).read_bytes())
+        except OSError:  # not there, or a zipped install: the versions have to do
+            digest.update(name.encode())
+    return (
+        f"flagtrace {__version__}; summary {SUMMARY_FORMAT}; libcst {libcst.LIBCST_VERSION}; "
+        f"{sys.implementation.name} {sys.version_info[0]}.{sys.version_info[1]}; "
+        f"indexer {digest.hexdigest()[:16]}"
+    )
+
+
+def _summary_format() -> int:
+    from flagtrace.index import SUMMARY_FORMAT
+
+    return SUMMARY_FORMAT
+
+
+def _warn_stderr(message: str) -> None:
+    print(f"flagtrace: warning: {message}", file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheInfo:
+    directory: Path
+    entries: int
+    size: int  # bytes on disk
+    formats: tuple[str, ...]  # ``v1``, ``v2``... directories present
+    current_format: str
+
+    def render(self) -> str:
+        formats = ", ".join(
+            f"{f} (current)" if f == self.current_format else f for f in self.formats
+        )
+        return (
+            f"directory: {self.directory}\n"
+            f"entries:   {self.entries}\n"
+            f"size:      {_human(self.size)}\n"
+            f"formats:   {formats or 'none'}\n"
+        )
+
+
+def _human(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+class SummaryCache:
+    """Per-file summaries on disk, keyed by content. Picklable (workers store entries)."""
+
+    __slots__ = ("directory", "enabled", "schema", "_root", "_checked", "_warn")
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str] | None = None,
+        enabled: bool = True,
+        *,
+        warn: Callable[[str], None] | None = _warn_stderr,
+    ) -> None:
+        self.directory = (
+            Path(directory).expanduser() if directory is not None else default_directory()
+        )
+        self.enabled = enabled
+        self.schema = schema() if enabled else ""
+        self._root = self.directory / f"v{_summary_format()}"
+        self._checked = False
+        self._warn = warn
+
+    def __repr__(self) -> str:
+        return f"SummaryCache({str(self.directory)!r}, enabled={self.enabled})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # workers get a cache that stores silently (the main process already checked it)
+        return (_worker_cache, (str(self.directory), self.enabled, self.schema))
+
+    # ------------------------------------------------------------------
+    # Entries
+
+    def key(self, source: SourceFile, data: bytes) -> str:
+        h = hashlib.sha256()
+        header = "\0".join(
+            (self.schema, source.path, source.module, "pkg" if source.is_package else "mod")
+        )
+        h.update(header.encode("utf-8", "surrogateescape"))
+        h.update(b"\0")
+        h.update(data)
+        return h.hexdigest()
+
+    def path_for(self, key: str) -> Path:
+        return self._root / key[:2] / f"{key}{_SUFFIX}"
+
+    def get(self, source: SourceFile, key: str) -> IndexResult | None:
+        """The cached result for ``source`` with ``key``, or None (missing, corrupt, foreign)."""
+        if not self.enabled:
+            return None
+        try:
+            with open(self.path_for(key), "rb") as fh:
+                blob = fh.read()
+        except OSError:
+            return None
+        try:
+            entry = pickle.loads(blob)
+        except Exception:  # truncated, garbage, a class that no longer exists...
+            return None
+        if not (isinstance(entry, tuple) and len(entry) == 5):
+            return None
+        magic, stored_key, stored_schema, summary, diagnostic = entry
+        if magic != MAGIC or stored_key != key or stored_schema != self.schema:
+            return None
+        if not (
+            isinstance(summary, ModuleSummary)
+            and diagnostic is None
+            and summary.path == source.path
+            and summary.module == source.module
+        ):
+            return None
+        return IndexResult(source, summary, None, cached=True)
+
+    def put(self, key: str, result: IndexResult) -> bool:
+        """Store ``result``'s summary atomically; False if there is none or it
+        could not be written (never raises)."""
+        if not self.enabled or result.summary is None:
+            return False
+        blob = pickle.dumps((MAGIC, key, self.schema, result.summary, None), protocol=5)
+        target = self.path_for(key)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=_SUFFIX, dir=target.parent)
+        except OSError:
+            return False
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(blob)
+            os.replace(temp, target)
+        except OSError:
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+            return False
+        return True
+
+    def ensure_writable(self) -> bool:
+        """Check once that entries can be written; otherwise disable the cache with a warning."""
+        if not self.enabled or self._checked:
+            return self.enabled
+        self._checked = True
+        try:
+            self._root.mkdir(parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(prefix=_TEMP_PREFIX, dir=self._root)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            self.enabled = False
+            if self._warn is not None:
+                reason = exc.strerror or type(exc).__name__
+                self._warn(
+                    f"cache directory {self.directory} is not writable ({reason}); "
+                    "running without the cache"
+                )
+        return self.enabled
+
+    # ------------------------------------------------------------------
+    # Maintenance (``flagtrace cache info|clear``)
+
+    def _format_dirs(self) -> list[Path]:
+        try:
+            children = list(self.directory.iterdir())
+        except OSError:
+            return []
+        return sorted(
+            (p for p in children if p.name[:1] == "v" and p.name[1:].isdigit() and p.is_dir()),
+            key=lambda p: int(p.name[1:]),
+        )
+
+    def info(self) -> CacheInfo:
+        entries = size = 0
+        formats = self._format_dirs()
+        for fmt in formats:
+            for dirpath, _dirs, names in os.walk(fmt):
+                for name in names:
+                    try:
+                        st = os.stat(os.path.join(dirpath, name))
+                    except OSError:
+                        continue
+                    size += st.st_size
+                    if name.endswith(_SUFFIX) and not name.startswith(_TEMP_PREFIX):
+                        entries += 1
+        return CacheInfo(
+            self.directory, entries, size, tuple(p.name for p in formats), self._root.name
+        )
+
+    def clear(self) -> int:
+        """Delete every entry of every format; returns how many. Other files are left alone."""
+        removed = 0
+        for fmt in self._format_dirs():
+            for _dirpath, _dirs, names in os.walk(fmt):
+                removed += sum(
+                    1 for n in names if n.endswith(_SUFFIX) and not n.startswith(_TEMP_PREFIX)
+                )
+            shutil.rmtree(fmt, ignore_errors=True)
+            if fmt.exists():
+                raise OSError(f"cannot remove {fmt}")
+        return removed
+
+
+def _worker_cache(directory: str, enabled: bool, schema_: str) -> SummaryCache:
+    cache = SummaryCache.__new__(SummaryCache)
+    cache.directory = Path(directory)
+    cache.enabled = enabled
+    cache.schema = schema_
+    cache._root = cache.directory / f"v{_summary_format()}"
+    cache._checked = True
+    cache._warn = None
+    return cache

@@ -1,0 +1,1 @@
+"""The soundness oracle: program generator (programs.py), tracer (tracer.py), checks (oracle.py)."""

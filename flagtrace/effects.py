@@ -173,6 +173,7 @@ class FlagEffects:
         self.writes: dict[str, list[Write]] = {}
         self.direct_reads: dict[str, list[ReadStep]] = {}
         self._write_step_kind: dict[int, Write] = {}
+        self._alias_memo: dict[tuple[str, str], bool] = {}
         self._find_writes_and_reads()
         self.accessors: set[str] = self._find_accessors()
         self.setters: dict[str, Setter] = self._find_setters()
@@ -195,7 +196,16 @@ class FlagEffects:
     # -- discovery
 
     def _alias_is_flag_module(self, qn: str, alias: str) -> bool:
-        return ("m", self.flag.module) in self.resolver.lookup(qn, alias)
+        """``alias`` (``st`` or ``pkg.state``, read in ``qn``) is the flag's module."""
+        key = (qn, alias)
+        memo = self._alias_memo.get(key)
+        if memo is None:
+            first, *rest = alias.split(".")
+            values = self.resolver.lookup(qn, first)
+            for part in rest:
+                values = frozenset(v for b in values for v in self.resolver.attribute(b, part, qn))
+            memo = self._alias_memo[key] = ("m", self.flag.module) in values
+        return memo
 
     def _find_writes_and_reads(self) -> None:
         p = self.resolver.p

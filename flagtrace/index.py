@@ -64,7 +64,7 @@ from flagtrace.model import (
     YieldStep,
 )
 
-SUMMARY_FORMAT = 1  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
+SUMMARY_FORMAT = 2  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
 MAX_TEXT = 120  # longest source text kept for a guard or a value
 MAX_CALL_TEXT = 60  # calls are shown with their source line; this is a label
 _TRIVIA_BASES = (
@@ -474,15 +474,25 @@ class _Indexer:
             name = target.value
             if name in self.scope.globals_declared:
                 self.emit(WriteStep(name, None, "del", self.loc(target)))
-        elif isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
-            base = target.value.value
-            if self.is_import_alias(base):
-                self.emit(WriteStep(target.attr.value, None, "del", self.loc(target), base=base))
+        elif isinstance(target, cst.Attribute) and self.import_rooted(target.value) is not None:
+            base = self.import_rooted(target.value)
+            self.emit(WriteStep(target.attr.value, None, "del", self.loc(target), base=base))
         else:
             self.expr(target)
 
     def is_import_alias(self, name: str) -> bool:
         return name in self.import_aliases
+
+    def import_rooted(self, node: cst.BaseExpression) -> str | None:
+        """``mod`` or ``pkg.mod`` when it starts at a name bound by an import."""
+        parts: list[str] = []
+        while isinstance(node, cst.Attribute):
+            parts.append(node.attr.value)
+            node = node.value
+        if not isinstance(node, cst.Name) or not self.is_import_alias(node.value):
+            return None
+        parts.append(node.value)
+        return ".".join(reversed(parts))
 
     def assign(
         self,
@@ -532,10 +542,9 @@ class _Indexer:
                     Target(base=base, attr=target.attr.value), value, location, text, annotation, augmented, iterates
                 )
             )
-            if store and isinstance(target.value, cst.Name) and self.is_import_alias(target.value.value):
-                self.emit(
-                    WriteStep(target.attr.value, value, text, location, base=target.value.value, augmented=augmented)
-                )
+            dotted = self.import_rooted(target.value)
+            if store and dotted is not None:
+                self.emit(WriteStep(target.attr.value, value, text, location, base=dotted, augmented=augmented))
             return
         if isinstance(target, cst.Subscript):
             base = self.expr(target.value)
@@ -864,6 +873,9 @@ class _Indexer:
                     self.emit(ReadStep(node.attr.value, self.loc(node), base=base_name))
                     return AttrExpr(NameExpr(base_name), node.attr.value)
             base = self.expr(node.value)
+            dotted = self.import_rooted(node.value) if load_attr else None
+            if dotted is not None:  # ``pkg.state.FLAG`` after ``import pkg.state``
+                self.emit(ReadStep(node.attr.value, self.loc(node), base=dotted))
             return AttrExpr(base, node.attr.value)
         if t is cst.Call:
             assert isinstance(node, cst.Call)
@@ -1014,13 +1026,14 @@ class _Indexer:
         """``setattr(mod, "X", v)`` writes the module global ``X``."""
         if not (isinstance(func, NameExpr) and func.name == "setattr" and len(args) == 3):
             return
-        obj, attr, value = args
-        if isinstance(obj.value, NameExpr) and isinstance(attr.value, ConstExpr):
+        _, attr, value = args
+        base = self.import_rooted(node.args[0].value)
+        if base is not None and isinstance(attr.value, ConstExpr):
             literal = attr.value.value
-            if literal[:1] in "'\"" and self.is_import_alias(obj.value.name):
+            if literal[:1] in "'\"":
                 name = literal.strip("'\"")
                 text = self.src.text(node.args[2].value)
-                self.emit(WriteStep(name, value.value, text, self.loc(node), base=obj.value.name))
+                self.emit(WriteStep(name, value.value, text, self.loc(node), base=base))
 
 
 def _expr_children(node: cst.CSTNode) -> Iterator[cst.BaseExpression]:

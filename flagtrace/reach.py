@@ -100,6 +100,7 @@ class Interpreter:
         self.transfer: dict[tuple[str, bool], tuple[bool, bool]] = {}
         self.writers = self._functions_reaching_writes()
         self.setter_uses: list[tuple[str, Location]] | None = None  # filled on demand by verdicts
+        self._protected_memo: dict[str, bool] = {}
         self._compute_transfers()
 
     # ---------------------------------------------------------------- transfers
@@ -251,26 +252,41 @@ class Interpreter:
             ctx.run.yields = join(ctx.run.yields, state)
             return ctx.resume if ctx.resume is not None else state
         if t is ReturnStep or t is RaiseStep:
-            # leaving through enclosing ``with`` exits and ``finally`` blocks
+            # leaving through enclosing ``with`` exits and ``finally`` blocks,
+            # innermost first; each runs with only the handlers outside it, so a
+            # ``return`` inside a ``finally`` does not re-enter that ``finally``
             out: State | None = state
-            for handler in reversed(ctx.exit_handlers):
-                if out is None:
-                    break
-                out = handler(out)
+            handlers = ctx.exit_handlers
+            exceptional = t is RaiseStep
+            try:
+                for i in range(len(handlers) - 1, -1, -1):
+                    if out is None:
+                        break
+                    ctx.exit_handlers = handlers[:i]
+                    out = handlers[i](out, exceptional)
+            finally:
+                ctx.exit_handlers = handlers
             ctx.run.exit = join(ctx.run.exit, out)
             return None
         if t is WithBlock:
             return self._with(step, state, ctx)  # type: ignore[arg-type]
         if t is TryBlock:
             assert isinstance(step, TryBlock)
-            if step.finalbody:
-                ctx.exit_handlers.append(lambda st, fb=step.finalbody: self._block(fb, st, ctx))
+            raised: list[State] = []
+
+            def through_try(st: State, exceptional: bool, fb: tuple[Flow, ...] = step.finalbody) -> State | None:
+                if exceptional and step.handlers:
+                    raised.append(st)  # an except clause here may catch it
+                return self._block(fb, st, ctx) if fb else st
+
+            ctx.exit_handlers.append(through_try)
             try:
                 body_end = self._block(step.body, state, ctx)
             finally:
-                if step.finalbody:
-                    ctx.exit_handlers.pop()
+                ctx.exit_handlers.pop()
             handler_in = state.join(body_end) if body_end is not None else state
+            for st in raised:
+                handler_in = handler_in.join(st)
             ends: State | None = None
             if step.orelse:
                 ends = self._block(step.orelse, body_end, ctx) if body_end is not None else None
@@ -311,16 +327,14 @@ class Interpreter:
                     now = run.yields if run.yields is not None else before
                 else:  # class-based: __enter__'s transfer
                     now = self._apply_function(qn, before)
-                if now.set and not before.set:
-                    now = State(now.unset, True, SetEvent("enter", scope.qualname, step.location, _setter_name(qn), item.text))
-                elif now.set:
-                    now = State(now.unset, True, before.origin or now.origin)
-                inside = now
+                inside = self._entered_state(before, now, scope.qualname, step.location, qn, item.text)
                 exits.append((kind, before, qn))
 
-        def leave(end: State) -> State:
+        def leave(end: State, exceptional: bool = False) -> State:
             for kind, before, qn in reversed(exits):
                 if kind == "cm":
+                    if exceptional and not self._reset_survives_exceptions(qn):
+                        continue  # the exception skips a reset that is not in ``finally``
                     run = self.run(self.p.scopes[qn], before, resume=end)
                     end = run.exit if run.exit is not None else end
                 else:
@@ -328,17 +342,47 @@ class Interpreter:
                     end = self._apply_function(exit_qn, end)
             return end
 
-        ctx.exit_handlers.append(leave)
+        suppressed: list[State] = []
+
+        def through_with(st: State, exceptional: bool) -> State:
+            out = leave(st, exceptional)
+            if exceptional:
+                suppressed.append(out)  # __exit__ (contextlib.suppress...) may swallow it
+            return out
+
+        ctx.exit_handlers.append(through_with)
         try:
             end = self._block(step.body, inside, ctx)
         finally:
             ctx.exit_handlers.pop()
+        if end is not None:
+            end = leave(end)
+        for st in suppressed:
+            end = join(end, st)
         if end is None:
             return None
-        end = leave(end)
         if any(self._is_exit_stack(scope, item.expr) for item in step.items):
             return state.join(UNSET) if not state.set else state
         return end
+
+    def _entered_state(
+        self, before: State, now: State, function: str, location: Location, cm: str, text: str
+    ) -> State:
+        """The state inside a setter context manager, with where it became set:
+        the ``enter`` itself unless the flag was surely set already."""
+        if not now.set:
+            return now
+        if before.set and not before.unset:
+            return State(now.unset, True, before.origin)
+        return State(now.unset, True, SetEvent("enter", function, location, _setter_name(cm), text))
+
+    def _reset_survives_exceptions(self, cm: str) -> bool:
+        """Does the generator context manager's reset run when the body raises
+        (its ``yield`` sits in a ``try`` whose ``finally`` or ``except`` writes)?"""
+        memo = self._protected_memo.get(cm)
+        if memo is None:
+            memo = self._protected_memo[cm] = _yield_protected(self.p.scopes[cm].flow, self.fx)
+        return memo
 
     def _apply_function(self, qn: str, state: State) -> State:
         if qn not in self.writers:
@@ -380,14 +424,41 @@ class Interpreter:
                 now = run.yields if run.yields is not None else before
             else:
                 now = self._apply_function(qn, before)
-            if now.set and not before.set:
-                now = State(now.unset, True, SetEvent("enter", scope.qualname, call.location, _setter_name(qn), call.text))
+            now = self._entered_state(before, now, scope.qualname, call.location, qn, call.text)
         return now if now is not state else None
 
     def _is_exit_stack(self, scope: Scope, expr: object) -> bool:
         if isinstance(expr, CallExpr):
             return any(c.qualname.endswith("ExitStack") for c in self.site_callees.get((scope.qualname, expr.site), ()))
         return False
+
+
+def _yield_protected(flow: tuple[Flow, ...], fx: FlagEffects, protected: bool = False) -> bool:
+    """True if every ``yield`` sits in a ``try`` whose ``finally`` or handlers write the flag."""
+    result = True
+    for step in flow:
+        if isinstance(step, YieldStep) and not protected:
+            return False
+        if isinstance(step, TryBlock):
+            writes = any(
+                isinstance(s, WriteStep) and fx.write_of(s) is not None
+                for block in (step.finalbody, *step.handlers)
+                for s in _walk(block)
+            )
+            result &= _yield_protected(step.body, fx, protected or writes)
+            for block in (*step.handlers, step.orelse, step.finalbody):
+                result &= _yield_protected(block, fx, protected)
+        elif isinstance(step, WithBlock):
+            result &= _yield_protected(step.body, fx, protected)
+        elif isinstance(step, Branch):
+            result &= _yield_protected(step.body, fx, protected) and _yield_protected(step.orelse, fx, protected)
+    return result
+
+
+def _walk(flow: tuple[Flow, ...]) -> Iterable[Flow]:
+    from flagtrace.effects import walk
+
+    return walk(flow)
 
 
 def _setter_name(qn: str) -> str:
@@ -403,8 +474,9 @@ class _Ctx:
     entry: State
     resume: State | None
     run: Run
-    # what a ``return``/``raise`` passes through on its way out: with-exits, finally blocks
-    exit_handlers: list[Callable[[State], State | None]] = field(default_factory=list)
+    # what a ``return``/``raise`` passes through on its way out: with-exits, finally
+    # blocks; called with (state, exceptional)
+    exit_handlers: list[Callable[[State, bool], State | None]] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------- search

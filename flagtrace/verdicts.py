@@ -23,7 +23,7 @@ from flagtrace.model import (
     UnresolvedCall,
     WitnessStep,
 )
-from flagtrace.reach import Interpreter, Reach, Witness, sticky_sites
+from flagtrace.reach import UNSET, Interpreter, Reach, Witness, sticky_sites
 from flagtrace.resolve import Resolver
 
 MAX_UNRESOLVED_SHOWN = 5
@@ -155,6 +155,19 @@ def _preset(interp: Interpreter, graph: CallGraph) -> tuple[list[WitnessStep], b
     the steps showing where (a root, a path to the setter call)."""
     sites = sticky_sites(interp)
     if not sites:
+        # a sticky function nobody calls is an entry point itself: running it first
+        # leaves the flag set for every other entry
+        for qn in sorted(interp.writers):
+            scope = interp.p.scopes.get(qn)
+            if scope is None or scope.kind is ScopeKind.CLASS or interp.is_cm(qn) or scope.name in ("__enter__", "__aenter__"):
+                continue
+            if interp.transfer.get((qn, False), (True, False))[1] and not graph.callers(qn):
+                run = interp.run(scope, UNSET)
+                ev = run.exit.origin if run.exit is not None else None
+                if ev is not None:
+                    return [WitnessStep(ev.kind, ev.function, ev.location, ev.via, None, None, ev.text, True)], True
+                where = next((w.location for w in fx_writes(interp, qn)), scope.location)
+                return [WitnessStep("set", qn, where, qn, None, None, f"{scope.name}()", True)], True
         return [], False
     p = interp.p
     caller, site, setter = sites[0]
@@ -173,6 +186,10 @@ def _preset(interp: Interpreter, graph: CallGraph) -> tuple[list[WitnessStep], b
             steps.append(WitnessStep("call", a, e.location, b, e.resolution.value, _guards(interp, a, e.guards), e.text, True))
     steps.append(WitnessStep("set", caller, call.location, setter, None, _guards(interp, caller, call.guards), call.text, True))
     return steps, True
+
+
+def fx_writes(interp: Interpreter, qn: str) -> list:  # type: ignore[type-arg]
+    return list(interp.fx.writes.get(qn, ()))
 
 
 def _verdict(

@@ -135,6 +135,7 @@ def analyze(
     jobs: int | None = None,
     reads: Sequence[str] = (),
     jedi_budget: float = 0.0,
+    configured_entries: Sequence[str] = (),
     on_result: Callable[[IndexResult], None] | None = None,
     on_start: Callable[[int], None] | None = None,
     cache: SummaryCache | None = None,
@@ -149,7 +150,16 @@ def analyze(
         paths, exclude=exclude, jobs=jobs, on_result=on_result, on_start=on_start, cache=cache
     )
     resolver, graph = build_callgraph(project)
-    report = analyze_project(project, resolver, graph, flags, entries, reads=reads, jedi_budget=jedi_budget)
+    report = analyze_project(
+        project,
+        resolver,
+        graph,
+        flags,
+        entries,
+        reads=reads,
+        jedi_budget=jedi_budget,
+        configured_entries=configured_entries,
+    )
     return replace(report, seconds=time.perf_counter() - start)
 
 
@@ -162,6 +172,7 @@ def analyze_project(
     *,
     reads: Sequence[str] = (),
     jedi_budget: float = 0.0,
+    configured_entries: Sequence[str] = (),
 ) -> AnalysisReport:
     """The flag stages on an already indexed and resolved project.
 
@@ -187,7 +198,13 @@ def analyze_project(
             errors.append(Diagnostic("<read>", None, str(exc).replace("entry point", "reader")))
     discovered = not entries
     if discovered:
-        chosen = discover_entries(resolver, graph)
+        configured = []
+        for entry in configured_entries:  # [tool.flagtrace] entries join the discovered ones
+            try:
+                configured.append(check_entry(resolver, entry))
+            except EntryError as exc:
+                errors.append(Diagnostic("<config>", None, str(exc)))
+        chosen = discover_entries(resolver, graph, configured)
     deadline = time.perf_counter() + jedi_budget
 
     def settle(sites: list[UnresolvedCall]) -> int:

@@ -56,6 +56,16 @@ def _cache_dir_option(f: Any) -> Any:
     )(f)
 
 
+def _config(paths: Sequence[Path]) -> Any:
+    """``[tool.flagtrace]`` from the nearest pyproject.toml; errors are one line."""
+    from flagtrace.config import ConfigError, find_pyproject, load_config
+
+    try:
+        return load_config(find_pyproject(list(paths)))
+    except ConfigError as exc:
+        raise FlagtraceError(str(exc)) from None
+
+
 def _cache(cache_dir: Path | None, no_cache: bool) -> Any:
     from flagtrace.cache import SummaryCache
 
@@ -81,10 +91,9 @@ def _common_options(f: Any) -> Any:
     f = click.option(
         "--jedi-budget",
         type=click.FloatRange(min=0),
-        default=5.0,
-        show_default=True,
+        default=None,
         metavar="SECONDS",
-        help="Time jedi may spend settling calls flagtrace cannot resolve (0: never).",
+        help="Time jedi may spend settling calls flagtrace cannot resolve (0: never; default 5).",
     )(f)
     return f
 
@@ -100,18 +109,19 @@ def callgraph_cmd(
     jobs: int | None,
     output: Path | None,
     quiet: bool,
-    jedi_budget: float,
+    jedi_budget: float | None,
     cache_dir: Path | None,
     no_cache: bool,
 ) -> None:
     """Write the call graph of PATHS (PyCG JSON, flagtrace JSON or Graphviz dot)."""
     from flagtrace.api import build_callgraph, load_project
 
+    config = _config(paths)
     status = _run_status(quiet)
     project = load_project(
         [str(p) for p in paths],
-        exclude=exclude,
-        jobs=jobs,
+        exclude=(*config.exclude, *exclude),
+        jobs=jobs if jobs is not None else config.jobs,
         cache=_cache(cache_dir, no_cache),
         on_start=status.on_start,
         on_result=status.on_result,
@@ -119,7 +129,7 @@ def callgraph_cmd(
     _print_diagnostics(project.diagnostics)
     if not project.summaries:
         raise FlagtraceError("no Python files to analyse in " + ", ".join(str(p) for p in paths))
-    _, graph = build_callgraph(project, jedi_budget=jedi_budget)
+    _, graph = build_callgraph(project, jedi_budget=jedi_budget if jedi_budget is not None else config.jedi_budget)
     status.close()
     if fmt == "pycg":
         text = json.dumps(graph.to_pycg(), indent=2) + "\n"
@@ -144,7 +154,7 @@ def callgraph_cmd(
 
 @cli.command("check")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--flag", "flags", multiple=True, required=True, metavar="NAME", help="Flag to analyse: bare or qualified name (repeatable).")
+@click.option("--flag", "flags", multiple=True, metavar="NAME", help="Flag to analyse: bare or qualified name (repeatable; default: [tool.flagtrace] flags).")
 @click.option("--entry", "entries", multiple=True, metavar="QUALNAME", help="Entry point to judge (repeatable); default: discover them.")
 @click.option("--read", "reads", multiple=True, metavar="QUALNAME", help="Only count reads in this function (repeatable).")
 @click.option("--format", "fmt", type=click.Choice(["rich", "json"]), default="rich", show_default=True)
@@ -159,17 +169,30 @@ def check_cmd(
     jobs: int | None,
     output: Path | None,
     quiet: bool,
-    jedi_budget: float,
+    jedi_budget: float | None,
     cache_dir: Path | None,
     no_cache: bool,
 ) -> None:
     """Can an entry point run while FLAG is set? Proof, and the setters' hazards."""
     from flagtrace.api import analyze
 
+    config = _config(paths)
+    flags = flags or config.flags
+    if not flags:
+        raise FlagtraceError("no flag to analyse: pass --flag NAME (or set flags in [tool.flagtrace])")
     status = _run_status(quiet)
     report = analyze(
-        [str(p) for p in paths], flags, entries, exclude=exclude, jobs=jobs, reads=reads, jedi_budget=jedi_budget,
-        cache=_cache(cache_dir, no_cache), on_start=status.on_start, on_result=status.on_result,
+        [str(p) for p in paths],
+        flags,
+        entries,
+        exclude=(*config.exclude, *exclude),
+        jobs=jobs if jobs is not None else config.jobs,
+        reads=(*config.reads, *reads),
+        jedi_budget=jedi_budget if jedi_budget is not None else config.jedi_budget,
+        configured_entries=config.entries,
+        cache=_cache(cache_dir, no_cache),
+        on_start=status.on_start,
+        on_result=status.on_result,
     )
     status.close()
     if fmt == "json":

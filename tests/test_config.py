@@ -72,3 +72,40 @@ def test_a_bad_config_is_one_clear_error_naming_the_file(tmp_path: Path, body: s
     text = str(exc.value)
     assert str(path) in text and message in text
     assert "\n" not in text
+
+
+def test_the_cli_takes_flags_and_entries_from_pyproject(tmp_path: Path) -> None:
+    """A project configured in pyproject.toml needs no options at all."""
+    import json
+
+    from flagtrace.cli import main
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "state.py").write_text(
+        "import contextlib\n_on = False\n\n@contextlib.contextmanager\ndef enabled():\n"
+        "    global _on\n    _on = True\n    try:\n        yield\n    finally:\n        _on = False\n"
+    )
+    (pkg / "work.py").write_text(
+        "from pkg import state\n\ndef read():\n    return state._on\n\n"
+        "def hidden():\n    with state.enabled():\n        read()\n\ndef caller():\n    hidden()\n"
+    )
+    _write(tmp_path, "[tool.flagtrace]\nflags = ['_on']\nentries = ['pkg.work.hidden']\njedi-budget = 0\n")
+    out = tmp_path / "report.json"
+    code = main([str(tmp_path), "--format", "json", "-o", str(out), "--no-cache", "-q"])
+    report = json.loads(out.read_text())
+    assert [f["qualname"] for f in report["flags"]] == ["pkg.state._on"]
+    # discovered: caller (no callers); configured: hidden (it has a caller, so only config names it)
+    assert sorted(e["entry"] for e in report["flags"][0]["entries"]) == ["pkg.work.caller", "pkg.work.hidden"]
+    assert code == 2 - 1  # findings
+
+
+def test_a_bad_pyproject_is_a_one_line_error_with_exit_code_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from flagtrace.cli import main
+
+    (tmp_path / "m.py").write_text("X = 1\n")
+    _write(tmp_path, "[tool.flagtrace]\nflagz = ['X']\n")
+    assert main([str(tmp_path), "--flag", "X", "--no-cache", "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown key 'flagz'" in err[0] and "Traceback" not in err[0]

@@ -244,8 +244,11 @@ def _discover_path(path: Path, collector: _Collector) -> None:
         found = collector.found
         _walk(_Dir(path, "", module, root, in_package=bool(module)), collector)
         if collector.found == found:
-            what = "a directory, not a Python file, and it holds" if path.suffix == ".py" else "a directory with"
-            collector.problem(path, f"{what} no Python files to analyse")
+            if path.suffix == ".py":
+                message = "a directory, not a Python file, and it holds no Python files"
+                collector.problem(path, message)
+            else:
+                collector.problem(path, "a directory with no Python files to analyse")
     elif stat.S_ISREG(mode):
         _take_given_file(path, collector)
     else:
@@ -335,7 +338,8 @@ def _bad_link(parent: _Dir, entry: os.DirEntry[str], collector: _Collector) -> N
         if error.errno == errno.ELOOP:
             collector.problem(path, "symbolic link loop; ignored")
         elif isinstance(error, FileNotFoundError):
-            collector.problem(path, f"broken symbolic link (to {_link_target(entry.path)}); ignored")
+            target = _link_target(entry.path)
+            collector.problem(path, f"broken symbolic link (to {target}); ignored")
         else:
             collector.problem(path, f"{_describe(error)}; ignored")
 

@@ -126,6 +126,7 @@ class Program:
 
     def __init__(self, summaries: Iterable[ModuleSummary]) -> None:
         self.modules: dict[str, ModuleSummary] = {}
+        self.locals: dict[str, frozenset[str]] = {}  # names bound in each scope (tuples are O(n) to search)
         self.scopes: dict[str, Scope] = {}
         self.module_of: dict[str, str] = {}
         self.assigns: dict[tuple[str, str], list[Expr]] = defaultdict(list)
@@ -149,6 +150,7 @@ class Program:
         for scope in summary.scopes:
             qn = scope.qualname
             self.scopes[qn] = scope
+            self.locals[qn] = frozenset(scope.local_names)
             self.module_of[qn] = summary.module
             for a in scope.assignments:
                 t = a.target
@@ -672,7 +674,7 @@ class Resolver:
         first = True
         while scope is not None:
             if scope.kind is ScopeKind.MODULE:
-                if name in scope.local_names or (scope.qualname, name) in self.p.imports:
+                if name in self.p.locals[scope.qualname] or (scope.qualname, name) in self.p.imports:
                     return scope.qualname
                 for star_module in self.p.star_imports.get(scope.qualname, ()):
                     if self._module_binds(star_module, name):
@@ -680,7 +682,7 @@ class Resolver:
                 return None
             if name in scope.globals_declared:
                 return self.p.module_of.get(scope.qualname)
-            if (first or scope.kind is not ScopeKind.CLASS) and name in scope.local_names:
+            if (first or scope.kind is not ScopeKind.CLASS) and name in self.p.locals[scope.qualname]:
                 return scope.qualname
             first = False
             scope = self.p.scopes.get(scope.parent) if scope.parent else None
@@ -691,7 +693,7 @@ class Resolver:
         if summary is None:
             return False
         top = summary.module_scope
-        return name in top.local_names and not name.startswith("_")
+        return name in self.p.locals[top.qualname] and not name.startswith("_")
 
     def lookup(self, qn: str, name: str) -> frozenset[Value]:
         where = self._binding_scope(qn, name)
@@ -804,7 +806,7 @@ class Resolver:
         if summary is None:
             return frozenset()
         top = summary.module_scope
-        if name in top.local_names or (module, name) in self.p.imports:
+        if name in self.p.locals[top.qualname] or (module, name) in self.p.imports:
             values = self.variable(module, name)
             if values:
                 return values
@@ -925,7 +927,7 @@ class Resolver:
 
     def _own_member(self, cls: str, attr: str) -> frozenset[Value]:
         scope = self.p.scopes.get(cls)
-        if scope is None or attr not in scope.local_names:
+        if scope is None or attr not in self.p.locals[cls]:
             return frozenset()
         return self.variable(cls, attr)
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import builtins
 import io
 import json
-import multiprocessing
 import os
 import shutil
 import sys
@@ -51,13 +50,15 @@ PADDING = 6
 _OPTIONS = {opt for param in check_cmd.params for opt in param.opts}
 # No summary cache (it would answer the second run from the first), no jedi time budget
 # (the good module set has nothing for jedi to settle): both only if this flagtrace has them.
-QUIET = ["--quiet"] + (["--no-cache"] if "--no-cache" in _OPTIONS else []) + (
-    ["--jedi-budget", "0"] if "--jedi-budget" in _OPTIONS else []
+QUIET = (
+    ["--quiet"]
+    + (["--no-cache"] if "--no-cache" in _OPTIONS else [])
+    + (["--jedi-budget", "0"] if "--jedi-budget" in _OPTIONS else [])
 )
 
 JOBS = pytest.mark.parametrize("jobs", [1, 2], ids=["jobs1", "jobs2"])
 FORK_ONLY = pytest.mark.skipif(
-    multiprocessing.get_start_method(allow_none=True) not in (None, "fork") or not sys.platform.startswith("linux"),
+    not sys.platform.startswith("linux"),  # index_many() forks its workers on Linux only
     reason="worker processes inherit the test's monkeypatching only when forked",
 )
 
@@ -84,7 +85,9 @@ def tree(tmp_path: Path) -> Path:
     root = tmp_path / "tree"
     shutil.copytree(GOOD, root)
     for i in range(PADDING):
-        (root / f"padding_{i}.py").write_text(f"def helper_{i}(x):\n    return x + {i}\n", encoding="utf-8")
+        (root / f"padding_{i}.py").write_text(
+            f"def helper_{i}(x):\n    return x + {i}\n", encoding="utf-8"
+        )
     return root
 
 
@@ -116,7 +119,7 @@ def assert_no_traceback(run: Run) -> None:
 
 
 def assert_good_findings(run: Run) -> None:
-    """The good module set was analysed: its entry observes the flag set, with the setter's hazard."""
+    """The good module set was analysed: its entry observes the flag set; the setter's hazards."""
     flags = {flag["qualname"]: flag for flag in run.report["flags"]}
     assert FLAG in flags, run.report
     flag = flags[FLAG]
@@ -141,7 +144,10 @@ def assert_one_error(run: Run, where: Path | str, line: int | None, *words: str)
     assert len(errors) == 1, errors
     assert errors[0]["file"] == str(where)
     assert errors[0]["line"] == line
-    assert message == f"flagtrace: error: {where}{'' if line is None else f':{line}'}: {errors[0]['message']}"
+    assert (
+        message
+        == f"flagtrace: error: {where}{'' if line is None else f':{line}'}: {errors[0]['message']}"
+    )
     assert_good_findings(run)
     return message
 
@@ -180,7 +186,9 @@ def test_python_2_code_is_one_line_that_says_it_looks_like_python_2(
     bad = tree / "python2.py"
     shutil.copy(FILES / "python2.py", bad)
     run = run_check(capsys, [tree], jobs)
-    assert_one_error(run, bad, 5, "syntax error", "Missing parentheses in call to 'print'", "Python 2")
+    assert_one_error(
+        run, bad, 5, "syntax error", "Missing parentheses in call to 'print'", "Python 2"
+    )
 
 
 @JOBS
@@ -207,7 +215,9 @@ def test_a_latin1_file_with_a_coding_cookie_is_analysed_without_error(
 def test_a_utf8_file_that_starts_with_a_bom_is_analysed_without_error(
     tree: Path, capsys: pytest.CaptureFixture[str], jobs: int
 ) -> None:
-    assert (FILES / "utf8_bom.py").read_bytes().startswith(b"\xef\xbb\xbf"), "the fixture lost its BOM"
+    assert (FILES / "utf8_bom.py").read_bytes().startswith(b"\xef\xbb\xbf"), (
+        "the fixture lost its BOM"
+    )
     shutil.copy(FILES / "utf8_bom.py", tree / "utf8_bom.py")
     run = run_check(capsys, [tree], jobs)
     assert_clean(run, ALL_GOOD + 1)
@@ -224,7 +234,9 @@ def test_an_unknown_encoding_in_the_coding_cookie_is_one_line(
 
 
 @JOBS
-def test_nul_bytes_are_one_line_naming_the_line(tree: Path, capsys: pytest.CaptureFixture[str], jobs: int) -> None:
+def test_nul_bytes_are_one_line_naming_the_line(
+    tree: Path, capsys: pytest.CaptureFixture[str], jobs: int
+) -> None:
     bad = tree / "nul_bytes.py"
     bad.write_bytes(b"x = 1\ny = 2\x00\x00\nz = 3\n")
     run = run_check(capsys, [tree], jobs)
@@ -232,7 +244,9 @@ def test_nul_bytes_are_one_line_naming_the_line(tree: Path, capsys: pytest.Captu
 
 
 @JOBS
-def test_an_empty_file_is_analysed_without_error(tree: Path, capsys: pytest.CaptureFixture[str], jobs: int) -> None:
+def test_an_empty_file_is_analysed_without_error(
+    tree: Path, capsys: pytest.CaptureFixture[str], jobs: int
+) -> None:
     assert (FILES / "empty.py").read_bytes() == b""
     shutil.copy(FILES / "empty.py", tree / "empty.py")
     run = run_check(capsys, [tree], jobs)
@@ -249,7 +263,9 @@ def write_20_mb_module(path: Path) -> int:
     size = i = 0
     while size < 20_000_000:
         if i % 10 == 0:
-            part = f"def function_{i:07d}(a, b=None):\n    value = a + {i}\n    return helper(value)\n"
+            part = (
+                f"def function_{i:07d}(a, b=None):\n    value = a + {i}\n    return helper(value)\n"
+            )
         else:
             part = f"variable_{i:07d} = compute({i}, 'a string literal number {i:07d}', key={i})\n"
         parts.append(part)
@@ -267,7 +283,9 @@ def test_a_20_mb_module_is_one_line_saying_it_is_too_large_within_seconds(
     lines = write_20_mb_module(big)
     assert big.stat().st_size >= 20_000_000 and lines >= 200_000
     run = run_check(capsys, [tree], jobs)
-    assert_one_error(run, big, None, "file too large to analyse", "20.0 MB", "FLAGTRACE_MAX_FILE_MB")
+    assert_one_error(
+        run, big, None, "file too large to analyse", "20.0 MB", "FLAGTRACE_MAX_FILE_MB"
+    )
     assert run.seconds < 30, f"took {run.seconds:.1f}s"
 
 
@@ -352,7 +370,10 @@ def refuse(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Path], None]]:
     real_open, real_os_open, real_scandir = builtins.open, os.open, os.scandir
 
     def check(file: Any) -> None:
-        if isinstance(file, (str, bytes, os.PathLike)) and os.path.abspath(os.fsdecode(file)) in refused:
+        if (
+            isinstance(file, (str, bytes, os.PathLike))
+            and os.path.abspath(os.fsdecode(file)) in refused
+        ):
             raise PermissionError(13, "Permission denied", os.fsdecode(file))
 
     def fake_open(file: Any, *args: Any, **kwargs: Any) -> Any:
@@ -456,8 +477,12 @@ def test_a_python_file_that_is_a_symlink_loop_is_one_line(
 
 
 @JOBS
-def test_directory_symlink_loops_end_quietly(tree: Path, capsys: pytest.CaptureFixture[str], jobs: int) -> None:
-    (tree / "goodpkg" / "again").symlink_to(tree, target_is_directory=True)  # a cycle through the tree
+def test_directory_symlink_loops_end_quietly(
+    tree: Path, capsys: pytest.CaptureFixture[str], jobs: int
+) -> None:
+    (tree / "goodpkg" / "again").symlink_to(
+        tree, target_is_directory=True
+    )  # a cycle through the tree
     (tree / "itself").symlink_to("itself")  # a link to itself: ELOOP
     run = run_check(capsys, [tree], jobs)
     assert_clean(run, ALL_GOOD)
@@ -474,7 +499,9 @@ def test_a_symlink_loop_given_on_the_command_line_is_one_line(
 
 
 @JOBS
-def test_a_broken_python_file_symlink_is_one_line(tree: Path, capsys: pytest.CaptureFixture[str], jobs: int) -> None:
+def test_a_broken_python_file_symlink_is_one_line(
+    tree: Path, capsys: pytest.CaptureFixture[str], jobs: int
+) -> None:
     broken = tree / "gone.py"
     broken.symlink_to("removed_long_ago.py")
     run = run_check(capsys, [tree], jobs)
@@ -482,7 +509,9 @@ def test_a_broken_python_file_symlink_is_one_line(tree: Path, capsys: pytest.Cap
 
 
 @JOBS
-def test_a_path_that_does_not_exist_is_one_line(tree: Path, capsys: pytest.CaptureFixture[str], jobs: int) -> None:
+def test_a_path_that_does_not_exist_is_one_line(
+    tree: Path, capsys: pytest.CaptureFixture[str], jobs: int
+) -> None:
     missing = tree.parent / "no_such_dir"
     run = run_check(capsys, [tree, missing], jobs)
     assert_one_error(run, missing, None, "no such file or directory")
@@ -506,10 +535,13 @@ def test_an_ambiguous_flag_is_one_line_listing_every_candidate(
 ) -> None:
     for name in ("first", "second"):
         (tree / f"{name}.py").write_text(
-            "_mode = None\n\n\ndef set_mode(value):\n    global _mode\n    _mode = value\n", encoding="utf-8"
+            "_mode = None\n\n\ndef set_mode(value):\n    global _mode\n    _mode = value\n",
+            encoding="utf-8",
         )
     run = run_check(capsys, [tree], jobs, "--flag", "_mode")
-    assert_one_error(run, "<flag>", None, "'_mode'", "first._mode", "second._mode", "qualified name")
+    assert_one_error(
+        run, "<flag>", None, "'_mode'", "first._mode", "second._mode", "qualified name"
+    )
 
 
 @JOBS
@@ -561,9 +593,14 @@ def test_every_bad_input_at_once_gives_one_line_each_and_the_same_lines_with_one
         assert len(run.lines) == len(bad), run.stderr
         for path, line in bad.items():
             where = f"flagtrace: error: {path}:" + (f"{line}:" if line is not None else "")
-            assert sum(message.startswith(where + " ") for message in run.lines) == 1, (where, run.stderr)
+            assert sum(message.startswith(where + " ") for message in run.lines) == 1, (
+                where,
+                run.stderr,
+            )
         assert_good_findings(run)
-        assert run.report["stats"]["files"] == ALL_GOOD + 4  # bom, empty, latin-1 with cookie, deep operators
+        assert (
+            run.report["stats"]["files"] == ALL_GOOD + 4
+        )  # bom, empty, latin-1 with cookie, deep operators
     assert runs[0].lines == runs[1].lines
     assert runs[0].report["errors"] == runs[1].report["errors"]
     assert runs[0].report["flags"] == runs[1].report["flags"]
@@ -576,7 +613,9 @@ def test_the_callgraph_command_reports_every_bad_input_in_one_line_and_still_wri
     bad = add_every_bad_input(tree)
     out = tree.parent / "callgraph.json"
     capsys.readouterr()
-    code = main(["callgraph", str(tree), "--format", "pycg", "-o", str(out), "--jobs", str(jobs), *QUIET])
+    code = main(
+        ["callgraph", str(tree), "--format", "pycg", "-o", str(out), "--jobs", str(jobs), *QUIET]
+    )
     stderr = capsys.readouterr().err
     assert "Traceback" not in stderr and "internal error" not in stderr, stderr
     assert code == 2
@@ -628,7 +667,28 @@ def test_a_bug_in_flagtrace_on_one_file_is_one_line_and_the_rest_is_analysed(
     run = run_check(capsys, [tree], jobs)
     assert "Traceback" not in run.stderr
     assert len(run.lines) == 1, run.stderr
-    assert run.lines[0].startswith(f"flagtrace: error: {bad}: internal error in flagtrace on this file: ")
+    assert run.lines[0].startswith(
+        f"flagtrace: error: {bad}: internal error in flagtrace on this file: "
+    )
     assert "TypeError: simulated bug" in run.lines[0] and "FLAGTRACE_DEBUG=1" in run.lines[0]
     assert run.code == 2
     assert_good_findings(run)
+
+
+def test_the_checks_before_parsing_accept_every_module_of_the_standard_library() -> None:
+    """No false alarms: decoding and the nesting limits pass real code (the top-level
+    modules of the running Python's standard library)."""
+    import sysconfig
+
+    from flagtrace import parseguard
+
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(stdlib.glob("*.py"))
+    assert len(files) > 100
+    refused = {}
+    for path in files:
+        try:
+            parseguard.check(path.read_bytes())
+        except parseguard.SourceProblem as exc:
+            refused[path.name] = exc.message
+    assert refused == {}

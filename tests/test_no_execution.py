@@ -60,7 +60,10 @@ def build_project(root: Path, markers: Path) -> Path:
     def write(relative: str, code: str) -> None:
         (tree / relative).write_text(code, encoding="utf-8")
 
-    write("setup.py", booby_trap(markers, "setup") + "from setuptools import setup\nsetup(name='detonator')\n")
+    write(
+        "setup.py",
+        booby_trap(markers, "setup") + "from setuptools import setup\nsetup(name='detonator')\n",
+    )
     write("conftest.py", booby_trap(markers, "conftest"))
     write("tests/conftest.py", booby_trap(markers, "tests_conftest"))
     write(
@@ -68,8 +71,14 @@ def build_project(root: Path, markers: Path) -> Path:
         booby_trap(markers, "test_module")
         + "from detonator.runner import run\n\n\ndef test_run():\n    run(1)\n",
     )
-    write(f"{PACKAGE}/__init__.py", booby_trap(markers, "package_init") + "from detonator.runner import run\n")
-    write(f"{PACKAGE}/__main__.py", booby_trap(markers, "package_main") + "from detonator.runner import run\nrun(0)\n")
+    write(
+        f"{PACKAGE}/__init__.py",
+        booby_trap(markers, "package_init") + "from detonator.runner import run\n",
+    )
+    write(
+        f"{PACKAGE}/__main__.py",
+        booby_trap(markers, "package_main") + "from detonator.runner import run\nrun(0)\n",
+    )
     write(
         f"{PACKAGE}/state.py",
         booby_trap(markers, "state")
@@ -157,7 +166,8 @@ def build_project(root: Path, markers: Path) -> Path:
     write(
         f"{PACKAGE}/plugins/loud.py",
         booby_trap(markers, "plugin")
-        + "from detonator.plugins import REGISTRY\n\n\nclass Loud:\n    def execute(self):\n        return 1\n\n\n"
+        + "from detonator.plugins import REGISTRY\n\n\n"
+        "class Loud:\n    def execute(self):\n        return 1\n\n\n"
         "REGISTRY['loud'] = Loud\n",
     )
     return tree
@@ -189,16 +199,51 @@ def test_analysing_a_package_never_imports_or_runs_any_of_its_files(
     graph = tmp_path / "graph.json"
     runs = {
         "check": main(
-            [str(tree), "--flag", "_armed", "--entry", f"{PACKAGE}.runner.run", "--format", "json",
-             "-o", str(report), "--jobs", str(jobs), "--quiet", *NO_CACHE]
+            [
+                str(tree),
+                "--flag",
+                "_armed",
+                "--entry",
+                f"{PACKAGE}.runner.run",
+                "--format",
+                "json",
+                "-o",
+                str(report),
+                "--jobs",
+                str(jobs),
+                "--quiet",
+                *NO_CACHE,
+            ]
         ),
         "check with entry discovery": main(
-            ["check", str(tree), "--flag", f"{PACKAGE}.state._armed", "--format", "json",
-             "-o", str(discovered), "--jobs", str(jobs), "--quiet", *NO_CACHE]
+            [
+                "check",
+                str(tree),
+                "--flag",
+                f"{PACKAGE}.state._armed",
+                "--format",
+                "json",
+                "-o",
+                str(discovered),
+                "--jobs",
+                str(jobs),
+                "--quiet",
+                *NO_CACHE,
+            ]
         ),
         "callgraph": main(
-            ["callgraph", str(tree), "--format", "json", "-o", str(graph), "--jobs", str(jobs), "--quiet",
-             *(["--no-cache"] if "--no-cache" in _options(callgraph_cmd) else [])]
+            [
+                "callgraph",
+                str(tree),
+                "--format",
+                "json",
+                "-o",
+                str(graph),
+                "--jobs",
+                str(jobs),
+                "--quiet",
+                *(["--no-cache"] if "--no-cache" in _options(callgraph_cmd) else []),
+            ]
         ),
     }
     stderr = capsys.readouterr().err
@@ -207,7 +252,9 @@ def test_analysing_a_package_never_imports_or_runs_any_of_its_files(
     assert PAYLOAD not in stderr and "Traceback" not in stderr, stderr
     assert runs == {"check": 1, "check with entry discovery": 1, "callgraph": 0}, (runs, stderr)
     assert analysed_modules_loaded(tree) == []
-    assert {name for name in set(sys.modules) - modules_before if PACKAGE in name or "conftest" in name} == set()
+    assert {
+        name for name in set(sys.modules) - modules_before if PACKAGE in name or "conftest" in name
+    } == set()
     assert sys.path == path_before
 
     # the files were really analysed: the flag, its setter, its reader and the leak are all there
@@ -236,7 +283,12 @@ def test_the_traps_do_go_off_when_python_imports_the_package(tmp_path: Path) -> 
     markers = tmp_path / "markers"
     tree = build_project(tmp_path, markers)
     done = subprocess.run(
-        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(tree)!r}); import {PACKAGE}"],
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            f"import sys; sys.path.insert(0, {str(tree)!r}); import {PACKAGE}",
+        ],
         capture_output=True,
         text=True,
         timeout=60,

@@ -86,7 +86,8 @@ class Run:
 
     calls: list[tuple[int, State]] = field(default_factory=list)  # (site, state before the call)
     reads: list[tuple[Location, str | None, State]] = field(default_factory=list)
-    exit: State | None = None
+    exit: State | None = None  # normal returns
+    raised: State | None = None  # exceptions leaving the function
     yields: State | None = None
 
 
@@ -97,7 +98,8 @@ class Interpreter:
         self.fx = effects
         self.p = effects.resolver.p
         self.site_callees = effects.resolver.site_callees
-        self.transfer: dict[tuple[str, bool], tuple[bool, bool]] = {}
+        self.transfer: dict[tuple[str, bool], tuple[bool, bool]] = {}  # on normal return
+        self.raise_transfer: dict[tuple[str, bool], tuple[bool, bool]] = {}  # on an exception
         self.writers = self._functions_reaching_writes()
         self.setter_uses: list[tuple[str, Location]] | None = None  # filled on demand by verdicts
         self._protected_memo: dict[str, bool] = {}
@@ -130,8 +132,10 @@ class Interpreter:
                 for entry_set in (False, True):
                     run = self.run(scope, SET if entry_set else UNSET)
                     out = run.exit.key if run.exit is not None else (False, False)
-                    if self.transfer.get((qn, entry_set)) != out:
+                    exc = run.raised.key if run.raised is not None else (False, False)
+                    if self.transfer.get((qn, entry_set)) != out or self.raise_transfer.get((qn, entry_set)) != exc:
                         self.transfer[(qn, entry_set)] = out
+                        self.raise_transfer[(qn, entry_set)] = exc
                         changed = True
             if not changed:
                 break
@@ -230,6 +234,7 @@ class Interpreter:
             entered = self._enter_context_call(scope, site, state)
             if entered is not None:
                 return entered
+            self._callee_raises(scope, site, state, ctx)
             return self.apply_call(scope, site, state)
         if t is ReadStep:
             if self.fx.is_flag_read(scope, step):  # type: ignore[arg-type]
@@ -266,7 +271,10 @@ class Interpreter:
                     out = handlers[i](out, exceptional)
             finally:
                 ctx.exit_handlers = handlers
-            ctx.run.exit = join(ctx.run.exit, out)
+            if exceptional:
+                ctx.run.raised = join(ctx.run.raised, out)
+            else:
+                ctx.run.exit = join(ctx.run.exit, out)
             return None
         if t is WithBlock:
             return self._with(step, state, ctx)  # type: ignore[arg-type]
@@ -343,11 +351,12 @@ class Interpreter:
             return end
 
         suppressed: list[State] = []
+        swallows = any(self._may_suppress(scope, item) for item in step.items)
 
         def through_with(st: State, exceptional: bool) -> State:
             out = leave(st, exceptional)
-            if exceptional:
-                suppressed.append(out)  # __exit__ (contextlib.suppress...) may swallow it
+            if exceptional and swallows:
+                suppressed.append(out)  # contextlib.suppress, an __exit__ returning True...
             return out
 
         ctx.exit_handlers.append(through_with)
@@ -383,6 +392,69 @@ class Interpreter:
         if memo is None:
             memo = self._protected_memo[cm] = _yield_protected(self.p.scopes[cm].flow, self.fx)
         return memo
+
+    def _may_suppress(self, scope: Scope, item: object) -> bool:
+        """Can this ``with`` item swallow an exception from its body?
+        ``contextlib.suppress``, a class whose ``__exit__`` may return a true
+        value, a generator context manager that catches around its ``yield``."""
+        from flagtrace.model import ReturnStep as Ret, WithItem
+
+        assert isinstance(item, WithItem)
+        if "suppress(" in item.text:
+            return True
+        resolver = self.fx.resolver
+        if isinstance(item.expr, CallExpr):
+            for c in self.site_callees.get((scope.qualname, item.expr.site), ()):
+                target = self.p.scopes.get(c.qualname)
+                if target is not None and target.is_generator and _catches_around_yield(target.flow):
+                    return True
+        for v in resolver.eval(scope.qualname, item.expr):
+            if v[0] != "i":
+                continue
+            for m in resolver.class_attribute(v[1], "__exit__") | resolver.class_attribute(v[1], "__aexit__"):
+                exit_scope = self.p.scopes.get(m[1]) if m[0] == "f" else None
+                if exit_scope is None:
+                    continue
+                for st in _walk(exit_scope.flow):
+                    if isinstance(st, Ret) and st.value is not None:
+                        if not (isinstance(st.value, ConstExpr) and st.value.value in ("False", "None")):
+                            return True
+        return False
+
+    def _callee_raises(self, scope: Scope, site: int, state: State, ctx: _Ctx) -> None:
+        """A callee that can leave the flag set by raising (its exception skipped a
+        reset) raises here too: the exception runs the enclosing ``with`` exits and
+        ``finally`` blocks, may be caught by an enclosing ``except``, or leaves
+        this function. The call's normal continuation is ``apply_call``'s."""
+        exc: State | None = None
+        for c in self.site_callees.get((scope.qualname, site), ()):
+            qn = c.qualname
+            if qn not in self.writers or self.is_cm(qn):
+                continue
+            outs = []
+            if state.unset:
+                outs.append(self.raise_transfer.get((qn, False), (False, False)))
+            if state.set:
+                outs.append(self.raise_transfer.get((qn, True), (False, False)))
+            unset, set_ = any(o[0] for o in outs), any(o[1] for o in outs)
+            if set_ and not state.set:
+                call = scope.calls[site]
+                exc = join(exc, State(unset, True, SetEvent("set", scope.qualname, call.location, qn, call.text)))
+            elif unset or set_:
+                exc = join(exc, State(unset, set_, state.origin))
+        if exc is None:
+            return
+        handlers = ctx.exit_handlers
+        out: State | None = exc
+        try:
+            for i in range(len(handlers) - 1, -1, -1):
+                if out is None:
+                    break
+                ctx.exit_handlers = handlers[:i]
+                out = handlers[i](out, True)
+        finally:
+            ctx.exit_handlers = handlers
+        ctx.run.raised = join(ctx.run.raised, out)
 
     def _apply_function(self, qn: str, state: State) -> State:
         if qn not in self.writers:
@@ -453,6 +525,24 @@ def _yield_protected(flow: tuple[Flow, ...], fx: FlagEffects, protected: bool = 
         elif isinstance(step, Branch):
             result &= _yield_protected(step.body, fx, protected) and _yield_protected(step.orelse, fx, protected)
     return result
+
+
+def _catches_around_yield(flow: tuple[Flow, ...], inside: bool = False) -> bool:
+    for step in flow:
+        if isinstance(step, YieldStep) and inside:
+            return True
+        if isinstance(step, TryBlock):
+            if _catches_around_yield(step.body, inside or bool(step.handlers)):
+                return True
+            if any(_catches_around_yield(b, inside) for b in (*step.handlers, step.orelse, step.finalbody)):
+                return True
+        elif isinstance(step, WithBlock):
+            if _catches_around_yield(step.body, inside):
+                return True
+        elif isinstance(step, Branch):
+            if _catches_around_yield(step.body, inside) or _catches_around_yield(step.orelse, inside):
+                return True
+    return False
 
 
 def _walk(flow: tuple[Flow, ...]) -> Iterable[Flow]:

@@ -23,7 +23,7 @@ from flagtrace.model import (
     UnresolvedCall,
     WitnessStep,
 )
-from flagtrace.reach import UNSET, Interpreter, Reach, Witness, sticky_sites
+from flagtrace.reach import UNSET, Interpreter, Reach, Witness, join, sticky_sites
 from flagtrace.resolve import Resolver
 
 MAX_UNRESOLVED_SHOWN = 5
@@ -161,9 +161,12 @@ def _preset(interp: Interpreter, graph: CallGraph) -> tuple[list[WitnessStep], b
             scope = interp.p.scopes.get(qn)
             if scope is None or scope.kind is ScopeKind.CLASS or interp.is_cm(qn) or scope.name in ("__enter__", "__aenter__"):
                 continue
-            if interp.transfer.get((qn, False), (True, False))[1] and not graph.callers(qn):
+            leaves_set = interp.transfer.get((qn, False), (True, False))[1] or interp.raise_transfer.get((qn, False), (False, False))[1]
+            if leaves_set and not graph.callers(qn):
+                # an entry nobody calls that returns, or raises, with the flag set
                 run = interp.run(scope, UNSET)
-                ev = run.exit.origin if run.exit is not None else None
+                ends = join(run.exit, run.raised)
+                ev = ends.origin if ends is not None else None
                 if ev is not None:
                     return [WitnessStep(ev.kind, ev.function, ev.location, ev.via, None, None, ev.text, True)], True
                 where = next((w.location for w in fx_writes(interp, qn)), scope.location)

@@ -123,7 +123,13 @@ class Interpreter:
         return out
 
     def _compute_transfers(self) -> None:
-        for _ in range(20):
+        """Least fixpoint: every function starts as 'never returns' and only gains
+        exits, so a cycle cannot keep a state alive that no path produces."""
+        for qn in self.writers:
+            for entry_set in (False, True):
+                self.transfer[(qn, entry_set)] = (False, False)
+                self.raise_transfer[(qn, entry_set)] = (False, False)
+        for _ in range(30):
             changed = False
             for qn in sorted(self.writers):
                 scope = self.p.scopes.get(qn)
@@ -133,7 +139,11 @@ class Interpreter:
                     run = self.run(scope, SET if entry_set else UNSET)
                     out = run.exit.key if run.exit is not None else (False, False)
                     exc = run.raised.key if run.raised is not None else (False, False)
-                    if self.transfer.get((qn, entry_set)) != out or self.raise_transfer.get((qn, entry_set)) != exc:
+                    old_out = self.transfer[(qn, entry_set)]
+                    old_exc = self.raise_transfer[(qn, entry_set)]
+                    out = (out[0] or old_out[0], out[1] or old_out[1])  # only ever grows
+                    exc = (exc[0] or old_exc[0], exc[1] or old_exc[1])
+                    if old_out != out or old_exc != exc:
                         self.transfer[(qn, entry_set)] = out
                         self.raise_transfer[(qn, entry_set)] = exc
                         changed = True
@@ -708,12 +718,22 @@ class Reach:
                 hit = min(hits, key=lambda h: (h.set_here is None, h.location))
                 return Witness(tuple(hops), hit, preset=start[1])
             for nxt, hop in edges:
-                cost = (weak + (1 if hop.resolution.weak else 0), length + 1)
+                cost = (weak + (1 if hop.resolution.weak else 0) + self._inferred_set_penalty(hop), length + 1)
                 if cost < best.get(nxt, (1 << 30, 0)):
                     best[nxt] = cost
                     parent[nxt] = (node, hop)
                     heapq.heappush(heap, (cost[0], cost[1], next(counter), nxt))
         return None
+
+    def _inferred_set_penalty(self, hop: Hop) -> int:
+        """Evidence rank of where the flag became set before this hop: entering a
+        setter or calling a real setter is direct; a function that only *leaves*
+        the flag set through what it calls (a transfer inferred over the whole
+        call graph, by-name hops and cycles included) is weaker than by-name."""
+        ev = hop.set_here
+        if ev is None or ev.kind == "enter" or ev.via in self.i.fx.setters:
+            return 0
+        return 2
 
     def reachable_functions(self, entry: str, start: tuple[bool, bool]) -> set[str]:
         """Functions the entry can reach at all (the plain call graph: a never

@@ -270,17 +270,8 @@ class Interpreter:
             # leaving through enclosing ``with`` exits and ``finally`` blocks,
             # innermost first; each runs with only the handlers outside it, so a
             # ``return`` inside a ``finally`` does not re-enter that ``finally``
-            out: State | None = state
-            handlers = ctx.exit_handlers
             exceptional = t is RaiseStep
-            try:
-                for i in range(len(handlers) - 1, -1, -1):
-                    if out is None:
-                        break
-                    ctx.exit_handlers = handlers[:i]
-                    out = handlers[i](out, exceptional)
-            finally:
-                ctx.exit_handlers = handlers
+            out = _leave_through(ctx, state, exceptional)
             if exceptional:
                 ctx.run.raised = join(ctx.run.raised, out)
             else:
@@ -454,17 +445,7 @@ class Interpreter:
                 exc = join(exc, State(unset, set_, state.origin))
         if exc is None:
             return
-        handlers = ctx.exit_handlers
-        out: State | None = exc
-        try:
-            for i in range(len(handlers) - 1, -1, -1):
-                if out is None:
-                    break
-                ctx.exit_handlers = handlers[:i]
-                out = handlers[i](out, True)
-        finally:
-            ctx.exit_handlers = handlers
-        ctx.run.raised = join(ctx.run.raised, out)
+        ctx.run.raised = join(ctx.run.raised, _leave_through(ctx, exc, True))
 
     def _apply_function(self, qn: str, state: State) -> State:
         if qn not in self.writers:
@@ -535,6 +516,23 @@ def _yield_protected(flow: tuple[Flow, ...], fx: FlagEffects, protected: bool = 
         elif isinstance(step, Branch):
             result &= _yield_protected(step.body, fx, protected) and _yield_protected(step.orelse, fx, protected)
     return result
+
+
+def _leave_through(ctx: _Ctx, state: State, exceptional: bool) -> State | None:
+    """Run the exit handlers (with-exits, ``finally`` blocks) a ``return`` or an
+    exception passes on its way out, innermost first; each runs with only the
+    handlers outside it, so a ``return`` inside a ``finally`` does not re-enter it."""
+    out: State | None = state
+    handlers = ctx.exit_handlers
+    try:
+        for i in range(len(handlers) - 1, -1, -1):
+            if out is None:
+                break
+            ctx.exit_handlers = handlers[:i]
+            out = handlers[i](out, exceptional)
+    finally:
+        ctx.exit_handlers = handlers
+    return out
 
 
 def _catches_around_yield(flow: tuple[Flow, ...], inside: bool = False) -> bool:

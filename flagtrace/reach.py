@@ -103,6 +103,8 @@ class Interpreter:
         self.writers = self._functions_reaching_writes()
         self.setter_uses: list[tuple[str, Location]] | None = None  # filled on demand by verdicts
         self._protected_memo: dict[str, bool] = {}
+        self._reading: set[str] | None = None  # transfers read by the run in progress
+        self._site_memo: dict[tuple[str, int], tuple[object, tuple[bool, tuple[str, ...], tuple[str, ...]]]] = {}
         self._compute_transfers()
 
     # ---------------------------------------------------------------- transfers
@@ -122,63 +124,138 @@ class Interpreter:
             todo.extend(callers.get(qn, ()))
         return out
 
+    def _transfer(self, qn: str, entry_set: bool) -> tuple[bool, bool]:
+        """(may be unset, may be set) after ``qn`` returns normally; records the read."""
+        if self._reading is not None:
+            self._reading.add(qn)
+        return self.transfer.get((qn, entry_set), (entry_set is False, entry_set))
+
+    def _raised(self, qn: str, entry_set: bool) -> tuple[bool, bool]:
+        """(may be unset, may be set) when an exception leaves ``qn``; records the read."""
+        if self._reading is not None:
+            self._reading.add(qn)
+        return self.raise_transfer.get((qn, entry_set), (False, False))
+
     def _compute_transfers(self) -> None:
         """Least fixpoint: every function starts as 'never returns' and only gains
-        exits, so a cycle cannot keep a state alive that no path produces."""
+        exits, so a cycle cannot keep a state alive that no path produces.
+
+        Each function's run records whose transfers it read (through calls,
+        entered context managers, exits); only those readers run again when a
+        transfer grows. Transfers are four booleans per
+        function that only ever go from False to True, so this terminates. Each
+        pass runs, in callee-first order, only the functions marked dirty (a
+        transfer they read grew): acyclic code runs once per entry state, and a
+        cycle reruns only what its growth reaches."""
         for qn in self.writers:
             for entry_set in (False, True):
                 self.transfer[(qn, entry_set)] = (False, False)
                 self.raise_transfer[(qn, entry_set)] = (False, False)
-        for _ in range(30):
-            changed = False
-            for qn in sorted(self.writers):
-                scope = self.p.scopes.get(qn)
-                if scope is None or scope.kind is ScopeKind.CLASS:
+        readers: dict[str, set[str]] = {}
+        order = self._callees_first()
+        dirty = set(order)
+        while dirty:  # passes in callees-first order; a clean function is skipped
+            for qn in order:
+                if qn not in dirty:
                     continue
-                for entry_set in (False, True):
-                    run = self.run(scope, SET if entry_set else UNSET)
-                    out = run.exit.key if run.exit is not None else (False, False)
-                    exc = run.raised.key if run.raised is not None else (False, False)
-                    old_out = self.transfer[(qn, entry_set)]
-                    old_exc = self.raise_transfer[(qn, entry_set)]
-                    out = (out[0] or old_out[0], out[1] or old_out[1])  # only ever grows
-                    exc = (exc[0] or old_exc[0], exc[1] or old_exc[1])
-                    if old_out != out or old_exc != exc:
-                        self.transfer[(qn, entry_set)] = out
-                        self.raise_transfer[(qn, entry_set)] = exc
-                        changed = True
-            if not changed:
-                break
+                dirty.discard(qn)
+                if self._run_transfer(qn, readers):
+                    dirty.update(readers.get(qn, ()))
+
+    def _run_transfer(self, qn: str, readers: dict[str, set[str]]) -> bool:
+        """Interpret ``qn`` from both entry states; grow its transfers. True if they grew."""
+        scope = self.p.scopes.get(qn)
+        if scope is None or scope.kind is ScopeKind.CLASS:
+            return False
+        self._reading = set()
+        changed = False
+        try:
+            for entry_set in (False, True):
+                run = self.run(scope, SET if entry_set else UNSET)
+                out = run.exit.key if run.exit is not None else (False, False)
+                exc = run.raised.key if run.raised is not None else (False, False)
+                old_out = self.transfer[(qn, entry_set)]
+                old_exc = self.raise_transfer[(qn, entry_set)]
+                out = (out[0] or old_out[0], out[1] or old_out[1])  # only ever grows
+                exc = (exc[0] or old_exc[0], exc[1] or old_exc[1])
+                if old_out != out or old_exc != exc:
+                    self.transfer[(qn, entry_set)] = out
+                    self.raise_transfer[(qn, entry_set)] = exc
+                    changed = True
+            for callee in self._reading:
+                readers.setdefault(callee, set()).add(qn)
+        finally:
+            self._reading = None
+        return changed
+
+    def _callees_first(self) -> list[str]:
+        """The writers, callees before callers where the call graph allows (the
+        strongly connected components in reverse topological order)."""
+        import networkx as nx
+
+        graph = nx.DiGraph()
+        graph.add_nodes_from(sorted(self.writers))
+        for (qn, _), callees in self.site_callees.items():
+            if qn in self.writers:
+                graph.add_edges_from((qn, c.qualname) for c in callees if c.qualname in self.writers and c.qualname != qn)
+        condensed = nx.condensation(graph)
+        order: list[str] = []
+        for component in reversed(list(nx.lexicographical_topological_sort(condensed, key=lambda c: min(condensed.nodes[c]["members"])))):
+            order.extend(sorted(condensed.nodes[component]["members"]))
+        return order
 
     def is_cm(self, qn: str) -> bool:
         scope = self.p.scopes.get(qn)
         return scope is not None and scope.is_generator and any(t.endswith("contextmanager") for t in scope.decorator_texts)
 
+    def _site_callees(self, qualname: str, site: int) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
+        """A call site's callees as the transfers see them, memoised (a by-name
+        site can have hundreds): whether some analysed callee cannot change the
+        flag (the state passes through it), the analysed callees that can (not
+        context managers: entering one is the ``with``'s business), and every
+        callee that can raise with the flag changed. Recomputed when the site's
+        callees change (jedi settles sites while verdicts are made)."""
+        callees = self.site_callees.get((qualname, site), ())
+        memo = self._site_memo.get((qualname, site))
+        if memo is not None and memo[0] is callees:
+            return memo[1]
+        passive = False
+        active: list[str] = []
+        raising: list[str] = []
+        for c in callees:
+            changes = c.qualname in self.writers and not self.is_cm(c.qualname)
+            if changes:
+                raising.append(c.qualname)
+            if c.analysed:
+                if changes:
+                    active.append(c.qualname)
+                else:
+                    passive = True
+        split = (passive, tuple(active), tuple(raising))
+        self._site_memo[(qualname, site)] = (callees, split)
+        return split
+
     def apply_call(self, scope: Scope, site: int, state: State) -> State:
         """The state after a call, given the callees' transfers."""
-        callees = [c for c in self.site_callees.get((scope.qualname, site), ()) if c.analysed]
-        if not callees:
+        passive, active, _ = self._site_callees(scope.qualname, site)
+        if not active:
             return state
-        result: State | None = None
+        result: State | None = state if passive else None
         call = scope.calls[site]
-        for c in callees:
-            qn = c.qualname
-            if qn not in self.writers or self.is_cm(qn):
-                result = join(result, state)
-                continue
+        for qn in active:
             param_write = self._parameter_write(qn)
             if param_write is not None:
                 result = join(result, self._param_setter(scope, call, qn, param_write, state))
                 continue
             outs: list[tuple[bool, bool]] = []
             if state.unset:
-                outs.append(self.transfer.get((qn, False), (True, False)))
+                outs.append(self._transfer(qn, False))
             if state.set:
-                outs.append(self.transfer.get((qn, True), (False, True)))
+                outs.append(self._transfer(qn, True))
             unset = any(o[0] for o in outs)
             set_ = any(o[1] for o in outs)
             origin = state.origin
-            if set_ and state.unset and self.transfer.get((qn, False), (True, False))[1]:
+            if set_ and state.unset and self._transfer(qn, False)[1]:
                 origin = origin if state.set else SetEvent("set", scope.qualname, call.location, qn, call.text)
             result = join(result, State(unset, set_, origin if set_ else None))
         return result if result is not None else state
@@ -428,15 +505,12 @@ class Interpreter:
         ``finally`` blocks, may be caught by an enclosing ``except``, or leaves
         this function. The call's normal continuation is ``apply_call``'s."""
         exc: State | None = None
-        for c in self.site_callees.get((scope.qualname, site), ()):
-            qn = c.qualname
-            if qn not in self.writers or self.is_cm(qn):
-                continue
+        for qn in self._site_callees(scope.qualname, site)[2]:
             outs = []
             if state.unset:
-                outs.append(self.raise_transfer.get((qn, False), (False, False)))
+                outs.append(self._raised(qn, False))
             if state.set:
-                outs.append(self.raise_transfer.get((qn, True), (False, False)))
+                outs.append(self._raised(qn, True))
             unset, set_ = any(o[0] for o in outs), any(o[1] for o in outs)
             if set_ and not state.set:
                 call = scope.calls[site]
@@ -452,9 +526,9 @@ class Interpreter:
             return state
         outs = []
         if state.unset:
-            outs.append(self.transfer.get((qn, False), (True, False)))
+            outs.append(self._transfer(qn, False))
         if state.set:
-            outs.append(self.transfer.get((qn, True), (False, True)))
+            outs.append(self._transfer(qn, True))
         return State(any(o[0] for o in outs), any(o[1] for o in outs), state.origin)
 
     def _context_managers(self, scope: Scope, expr: object) -> list[tuple[str, str]]:

@@ -64,7 +64,7 @@ from flagtrace.model import (
     YieldStep,
 )
 
-SUMMARY_FORMAT = 2  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
+SUMMARY_FORMAT = 3  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
 MAX_TEXT = 120  # longest source text kept for a guard or a value
 MAX_CALL_TEXT = 60  # calls are shown with their source line; this is a label
 _TRIVIA_BASES = (
@@ -214,7 +214,18 @@ class _ScopeBuilder:
     flow: tuple[Flow, ...] = ()
     children: list[str] = field(default_factory=list)
     lambda_count: int = 0
+    defined: dict[str, int] = field(default_factory=dict)  # def/class name -> times defined
     end_line: int = 0
+
+    def child_qualname(self, name: str) -> str:
+        """``parent.name`` for the first def or class of that name in this scope,
+        ``parent.name#2`` for the second, and so on (a property's setter, an
+        ``@overload``, ``try: def f... except: def f...``). Every definition is
+        its own scope: they share the binding, so a call through the name
+        resolves to all of them, and none overwrites another's calls."""
+        count = self.defined.get(name, 0) + 1
+        self.defined[name] = count
+        return f"{self.qualname}.{name}" if count == 1 else f"{self.qualname}.{name}#{count}"
 
     def freeze(self, module_globals: frozenset[str]) -> Scope:
         flow = _filter_reads(self.flow, module_globals, self._shadowing_names())
@@ -606,7 +617,7 @@ class _Indexer:
     def stmt_FunctionDef(self, node: cst.FunctionDef) -> None:
         decorators, texts = self.decorators(node.decorators)
         name = node.name.value
-        qualname = f"{self.scope.qualname}.{name}"
+        qualname = self.scope.child_qualname(name)
         params = self.parameters(node.params)
         returns = self.src.text(node.returns.annotation) if node.returns is not None else None
         child = _ScopeBuilder(
@@ -695,7 +706,7 @@ class _Indexer:
             self.expr(a.value)
         name = node.name.value
         child = _ScopeBuilder(
-            qualname=f"{self.scope.qualname}.{name}",
+            qualname=self.scope.child_qualname(name),
             kind=ScopeKind.CLASS,
             name=name,
             location=self.loc(node),

@@ -42,7 +42,9 @@ minutes) per child:
    re-indexed alone with ``FLAGTRACE_DEBUG=1`` to capture the traceback.
 
 The child reports progress as JSON lines, so a timeout or a crash still leaves
-everything done before it, and the flag it was working on.
+everything done before it, and the flag it was working on.  ``--json`` is
+rewritten after every package, and each package's problems go to stderr as soon
+as it is done, so a sweep that is itself cut short loses only the package at hand.
 
 Reported per package: files, lines, parse errors (``project.diagnostics``), flags
 found/analysed, time to index, resolve and analyse the flags, peak RSS (the
@@ -92,7 +94,7 @@ STDLIB = "stdlib"
 INSTALL_EXCLUDES = ("site-packages", "dist-packages")
 STDLIB_TEST_EXCLUDES = ("test", "tests", "idle_test")
 HAZARD_KINDS = ("exception-leak", "non-reentrant", "sticky", "thread-unsafe")
-HAZARD_HEADERS = ("FT101 leak", "FT102 reent", "FT103 sticky", "FT104 thread")
+HAZARD_HEADERS = ("FT101", "FT102", "FT103", "FT104")
 INTERNAL_ERROR = "internal error"
 
 # Runs in the child: python -c HELPER CONFIG.json EVENTS.jsonl.  Every step appends
@@ -336,16 +338,26 @@ def run_callgraph(result: PackageResult, tmp: Path, args: argparse.Namespace) ->
         return
     # 0 clean, 2 some input errors (the graph is still written); 3 internal error
     if step.returncode not in (0, 2) or not out.is_file():
-        what = f"flagtrace callgraph exit {step.returncode}: " + (
-            step.stderr_tail.splitlines()[-1] if step.stderr_tail else "(no output)"
-        )
-        result.problems.append(Problem(result.spec, "callgraph", what, traceback=step.stderr_tail))
+        what = f"exit {step.returncode}: {internal_error(step.stderr_tail) or '(no output)'}"
+        # only the failure itself: the input errors are counted, and the flags
+        # step, which runs the same stages in-process, records the traceback
+        result.problems.append(Problem(result.spec, "callgraph", what))
         return
     try:
         data = json.loads(out.read_text(encoding="utf-8"))
         result.callgraph_stats = dict(data.get("stats", {}))
     except (OSError, ValueError) as exc:
         result.problems.append(Problem(result.spec, "callgraph", f"unreadable JSON output: {exc}"))
+
+
+def internal_error(stderr: str) -> str | None:
+    """``IndexError: ...`` from flagtrace's ``internal error`` line, else the last line."""
+    lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
+    for line in reversed(lines):
+        if line.startswith("flagtrace: internal error:"):
+            text = line[len("flagtrace: internal error:") :].strip()
+            return text.split(" (set FLAGTRACE_DEBUG=1")[0]
+    return lines[-1] if lines else None
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
@@ -500,6 +512,9 @@ def sweep_package(spec: str, args: argparse.Namespace) -> PackageResult:
                     )
                 )
     print(f"   {len(result.problems)} problem(s)", file=sys.stderr, flush=True)
+    for problem in result.problems:
+        where = f" ({problem.flag})" if problem.flag else ""
+        print(f"   - {problem.stage}{where}: {problem.what}", file=sys.stderr, flush=True)
     return result
 
 
@@ -622,44 +637,53 @@ def print_notes(results: Sequence[PackageResult], verbose: bool) -> None:
 
 def report(results: Sequence[PackageResult], args: argparse.Namespace) -> None:
     print_table(
-        f"Sweep: cost (flags: analysed/found, max {args.max_flags} per package)",
+        f"Sweep: cost (at most {args.max_flags} flags per package)",
         [
             "package",
             "files",
             "lines",
-            "parse err",
+            "errors",
             "cg s",
-            "cg RSS",
+            "cg mem",
             "index s",
             "resolve s",
             "flags",
             "flags s",
-            "peak RSS",
-            "tree RSS",
+            "mem",
+            "tree mem",
         ],
         cost_rows(results),
     )
     print_table(
-        "Sweep: findings (entries: discovered entry points observing a flag set; hazards by code)",
+        "Sweep: findings",
         [
             "package",
             "edges",
-            "entry pts",
-            "flags obs.",
-            "entries (by-name)",
+            "entries",
+            "flags set",
+            "observing",
             *HAZARD_HEADERS,
             "refused",
-            "problems",
+            "bugs",
         ],
         finding_rows(results),
     )
-    print("cg: `flagtrace callgraph` CLI; index/resolve/flags: one API child; peak RSS: largest")
-    print("single process of that child (os.wait4); tree RSS: sampled sum over its process tree;")
-    print("flags obs.: analysed flags with an observing entry; refused: candidates the API")
-    print("reported as errors (not a flag, ambiguous...); problems: flagtrace bugs, listed below")
+    print("errors: files flagtrace reported as bad input; cg s / cg mem: `flagtrace callgraph`")
+    print("(the CLI, cold); index/resolve/flags s: the API child; mem: its largest process")
+    print("(os.wait4), tree mem: sampled sum over its process tree; flags: analysed/found;")
+    print("entries: discovered entry points; flags set: flags some entry observes set;")
+    print("observing: entries observing a flag set (by-name evidence in parentheses);")
+    print("FT101-FT104: exception-leak, non-reentrant, sticky, thread-unsafe hazards;")
+    print("refused: candidates the API reported as errors; bugs: flagtrace problems, below")
     print()
     print_notes(results, args.verbose)
     print_problems(results, args.verbose)
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    scratch = path.with_name(f".{path.name}.tmp")
+    scratch.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    os.replace(scratch, path)
 
 
 def to_json(results: Sequence[PackageResult], args: argparse.Namespace) -> dict[str, Any]:
@@ -719,10 +743,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    results = [sweep_package(spec, args) for spec in args.packages]
+    results: list[PackageResult] = []
+    for spec in args.packages:
+        results.append(sweep_package(spec, args))
+        if args.json:  # after every package: a sweep cut short keeps what it finished
+            write_json(args.json, to_json(results, args))
     report(results, args)
-    if args.json:
-        args.json.write_text(json.dumps(to_json(results, args), indent=2) + "\n", encoding="utf-8")
     return 1 if any(r.problems for r in results) else 0
 
 

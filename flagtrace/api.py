@@ -43,7 +43,10 @@ class Project:
 
 
 def default_jobs() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+    return max(
+        1,
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1),
+    )
 
 
 def load_project(
@@ -68,13 +71,26 @@ def load_project(
         on_result=on_result,
         cache=cache,
     )
-    summaries = tuple(sorted((r.summary for r in results if r.summary is not None), key=lambda s: s.module))
-    diagnostics = list(found.diagnostics)
-    diagnostics.extend(r.diagnostic for r in results if r.diagnostic is not None)
+    return _project(found.files, results, found.diagnostics, start)
+
+
+def _project(
+    files: Sequence[SourceFile],
+    results: Sequence[IndexResult],
+    diagnostics: Sequence[Diagnostic],
+    start: float,
+) -> Project:
+    summaries = tuple(
+        sorted((r.summary for r in results if r.summary is not None), key=lambda s: s.module)
+    )
+    found_diagnostics = list(diagnostics)
+    found_diagnostics.extend(r.diagnostic for r in results if r.diagnostic is not None)
     return Project(
-        files=found.files,
+        files=tuple(files),
         summaries=summaries,
-        diagnostics=tuple(sorted(diagnostics, key=lambda d: (d.path, d.line or 0, d.message))),
+        diagnostics=tuple(
+            sorted(found_diagnostics, key=lambda d: (d.path, d.line or 0, d.message))
+        ),
         lines=sum(s.lines for s in summaries),
         cache_hits=sum(1 for r in results if r.cached),
         seconds=time.perf_counter() - start,
@@ -106,7 +122,9 @@ def settle_with_jedi(
     known = {qn for qn, scope in resolver.p.scopes.items() if scope.kind is not ScopeKind.CLASS}
     result = settle(((u.scope, u) for u in sites), roots, known, budget)
     for edge in result.edges:
-        scope_qn = next(u.scope for u in sites if u.site == edge.site and u.location == edge.location)
+        scope_qn = next(
+            u.scope for u in sites if u.site == edge.site and u.location == edge.location
+        )
         key = (scope_qn, edge.site)
         current = resolver.site_callees.get(key, ())
         if all(c.qualname != edge.callee for c in current):
@@ -138,14 +156,34 @@ def analyze(
     configured_entries: Sequence[str] = (),
     on_result: Callable[[IndexResult], None] | None = None,
     on_start: Callable[[int], None] | None = None,
+    on_reused: Callable[[int, int], None] | None = None,
     cache: SummaryCache | None = None,
 ) -> AnalysisReport:
     """Analyse ``flags`` in the code under ``paths``.
 
     Flags or entries that name nothing become errors in the report (the other
-    flags are still analysed); bad files become errors too.
+    flags are still analysed); bad files become errors too. With an enabled
+    ``cache``, a stored report is reused when nothing it depends on changed
+    (``flagtrace.results``); ``on_reused`` then gets the number of files and
+    lines that were not indexed again.
     """
     start = time.perf_counter()
+    if cache is not None and cache.enabled:
+        return _analyze_reusing(
+            paths,
+            flags,
+            entries,
+            exclude=exclude,
+            jobs=jobs,
+            reads=reads,
+            jedi_budget=jedi_budget,
+            configured_entries=configured_entries,
+            on_result=on_result,
+            on_start=on_start,
+            on_reused=on_reused,
+            cache=cache,
+            start=start,
+        )
     project = load_project(
         paths, exclude=exclude, jobs=jobs, on_result=on_result, on_start=on_start, cache=cache
     )
@@ -161,6 +199,132 @@ def analyze(
         configured_entries=configured_entries,
     )
     return replace(report, seconds=time.perf_counter() - start)
+
+
+def _analyze_reusing(
+    paths: Sequence[str | os.PathLike[str]],
+    flags: Sequence[str],
+    entries: Sequence[str],
+    *,
+    exclude: Sequence[str],
+    jobs: int | None,
+    reads: Sequence[str],
+    jedi_budget: float,
+    configured_entries: Sequence[str],
+    on_result: Callable[[IndexResult], None] | None,
+    on_start: Callable[[int], None] | None,
+    on_reused: Callable[[int, int], None] | None,
+    cache: SummaryCache,
+    start: float,
+) -> AnalysisReport:
+    """``analyze`` through the stored reports of ``flagtrace.results``: the exact
+    key first (files read and hashed, nothing parsed), then the summary key
+    (only files unknown to the last run indexed), else the whole pipeline, whose
+    report is stored under both keys."""
+    from flagtrace.index import read_keyed
+    from flagtrace.results import FileState, ResultCache, options_text
+
+    stored_results = ResultCache(cache)
+    jobs = jobs if jobs is not None else default_jobs()
+    found = discover(paths, exclude)
+    files = found.files
+    if on_start is not None:
+        on_start(len(files))
+    keyed = read_keyed(files, cache)
+    options = options_text(
+        flags=list(flags),
+        entries=list(entries),
+        reads=list(reads),
+        configured_entries=list(configured_entries),
+        jedi_budget=jedi_budget,
+    )
+
+    def reuse(
+        stored_files: Sequence[FileState], report: AnalysisReport, indexed: int
+    ) -> AnalysisReport:
+        lines = sum(f.lines for f in stored_files if f.digest is not None)
+        if on_reused is not None:
+            fresh_lines = sum(
+                f.lines for i, f in enumerate(stored_files) if i in fresh and f.digest is not None
+            )
+            on_reused(len(stored_files) - indexed, lines - fresh_lines)
+        return replace(report, lines=lines, seconds=time.perf_counter() - start)
+
+    exact = stored_results.exact_key(
+        options, zip(files, (key for _, key in keyed), strict=True), found.diagnostics
+    )
+    fresh: dict[int, IndexResult] = {}
+    hit = stored_results.get(exact)
+    if hit is not None and len(hit.files) == len(files):
+        return reuse(hit.files, hit.report, 0)
+
+    identity = stored_results.identity(
+        options + "\0" + "\0".join(exclude), [os.fspath(p) for p in paths]
+    )
+    last_run = stored_results.manifest(identity)
+    states: list[FileState | None] = []
+    for source, (_, key) in zip(files, keyed, strict=True):
+        known = last_run.get(key) if key is not None else None
+        if (
+            known is not None
+            and (known.path, known.module, known.is_package)
+            == (source.path, source.module, source.is_package)
+            and known.digest is not None
+        ):
+            states.append(known)
+        else:
+            states.append(None)
+    unknown = [i for i, state in enumerate(states) if state is None]
+
+    def index(indices: Sequence[int]) -> None:
+        done = index_many(
+            [files[i] for i in indices],
+            jobs=jobs,
+            on_result=on_result,
+            cache=cache,
+            keyed=[keyed[i] for i in indices],
+        )
+        for i, r in zip(indices, done, strict=True):
+            fresh[i] = r
+            summary = r.summary
+            states[i] = FileState(
+                files[i].path,
+                files[i].module,
+                files[i].is_package,
+                keyed[i][1],
+                r.digest if summary is not None else None,
+                summary.lines if summary is not None else 0,
+            )
+
+    index(unknown)
+    file_states = tuple(s for s in states if s is not None)
+    by_summaries = stored_results.summary_key(options, file_states, found.diagnostics)
+    hit = stored_results.get(by_summaries)
+    if hit is not None and len(hit.files) == len(files):
+        report = reuse(file_states, hit.report, len(unknown))
+        stored_results.put([exact], report, file_states)
+        stored_results.put_manifest(identity, file_states)
+        return report
+
+    index([i for i in range(len(files)) if i not in fresh])
+    file_states = tuple(s for s in states if s is not None)
+    project = _project(files, [fresh[i] for i in range(len(files))], found.diagnostics, start)
+    resolver, graph = build_callgraph(project)
+    report = analyze_project(
+        project,
+        resolver,
+        graph,
+        flags,
+        entries,
+        reads=reads,
+        jedi_budget=jedi_budget,
+        configured_entries=configured_entries,
+    )
+    report = replace(report, seconds=time.perf_counter() - start)
+    if graph.jedi_queries == 0:  # jedi answers within a time budget: not reproducible
+        stored_results.put([exact, by_summaries], report, file_states)
+        stored_results.put_manifest(identity, file_states)
+    return report
 
 
 def analyze_project(
@@ -219,7 +383,9 @@ def analyze_project(
         except FlagLookupError as exc:
             errors.append(Diagnostic("<flag>", None, str(exc)))
             continue
-        reports.append(analyse_flag(resolver, graph, flag, chosen, discovered, read_functions, settle))
+        reports.append(
+            analyse_flag(resolver, graph, flag, chosen, discovered, read_functions, settle)
+        )
     return AnalysisReport(
         flags=tuple(reports),
         errors=tuple(errors),

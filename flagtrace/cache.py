@@ -9,7 +9,8 @@ never reads summaries an older indexer wrote, even if nobody bumped
 ``SUMMARY_FORMAT``).
 
 Layout: ``<directory>/v<SUMMARY_FORMAT>/<first 2 hex>/<key hex>.pkl``, one
-pickle per file holding ``(MAGIC, key, schema, summary, diagnostic)``. Writes go
+pickle per file holding ``(MAGIC, key, schema, summary, diagnostic, digest)``
+(``digest``: ``index.summary_digest`` of the summary as it was built). Writes go
 to a temporary file in the same directory and are renamed into place, so two
 concurrent runs never see a half-written entry; an entry that does not
 unpickle, or whose stored key or schema differs, is a miss and gets
@@ -43,6 +44,7 @@ ENV_VARIABLE = "FLAGTRACE_CACHE_DIR"
 MAGIC = "flagtrace-summary"
 _SUFFIX = ".pkl"
 _TEMP_PREFIX = ".tmp-"
+_RESULTS = "results"  # ``flagtrace.results`` keeps whole-run reports here
 #: The modules whose code decides what a summary holds (their digest is in the key).
 _INDEXER_SOURCES = ("index.py", "model.py", "parseguard.py")
 
@@ -96,6 +98,7 @@ class CacheInfo:
     size: int  # bytes on disk
     formats: tuple[str, ...]  # ``v1``, ``v2``... directories present
     current_format: str
+    reports: int = 0  # whole-run reports stored by ``flagtrace.results`` (each under two keys)
 
     def render(self) -> str:
         formats = ", ".join(
@@ -104,6 +107,7 @@ class CacheInfo:
         return (
             f"directory: {self.directory}\n"
             f"entries:   {self.entries}\n"
+            f"reports:   {self.reports}\n"
             f"size:      {_human(self.size)}\n"
             f"formats:   {formats or 'none'}\n"
         )
@@ -175,9 +179,9 @@ class SummaryCache:
             entry = pickle.loads(blob)
         except Exception:  # truncated, garbage, a class that no longer exists...
             return None
-        if not (isinstance(entry, tuple) and len(entry) == 5):
+        if not (isinstance(entry, tuple) and len(entry) == 6):
             return None
-        magic, stored_key, stored_schema, summary, diagnostic = entry
+        magic, stored_key, stored_schema, summary, diagnostic, digest = entry
         if magic != MAGIC or stored_key != key or stored_schema != self.schema:
             return None
         if not (
@@ -185,33 +189,18 @@ class SummaryCache:
             and diagnostic is None
             and summary.path == source.path
             and summary.module == source.module
+            and isinstance(digest, str)
         ):
             return None
-        return IndexResult(source, summary, None, cached=True)
+        return IndexResult(source, summary, None, cached=True, digest=digest)
 
     def put(self, key: str, result: IndexResult) -> bool:
         """Store ``result``'s summary atomically; False if there is none or it
         could not be written (never raises)."""
-        if not self.enabled or result.summary is None:
+        if not self.enabled or result.summary is None or result.digest is None:
             return False
-        blob = pickle.dumps((MAGIC, key, self.schema, result.summary, None), protocol=5)
-        target = self.path_for(key)
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, temp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=_SUFFIX, dir=target.parent)
-        except OSError:
-            return False
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(blob)
-            os.replace(temp, target)
-        except OSError:
-            try:
-                os.unlink(temp)
-            except OSError:
-                pass
-            return False
-        return True
+        entry = (MAGIC, key, self.schema, result.summary, None, result.digest)
+        return atomic_write(self.path_for(key), pickle.dumps(entry, protocol=5))
 
     def ensure_writable(self) -> bool:
         """Check once that entries can be written; otherwise disable the cache with a warning."""
@@ -259,13 +248,31 @@ class SummaryCache:
                     size += st.st_size
                     if name.endswith(_SUFFIX) and not name.startswith(_TEMP_PREFIX):
                         entries += 1
+        reports = 0
+        for dirpath, _dirs, names in os.walk(self.directory / _RESULTS):
+            for name in names:
+                try:
+                    size += os.stat(os.path.join(dirpath, name)).st_size
+                except OSError:
+                    continue
+                if name.endswith(_SUFFIX) and not name.startswith(_TEMP_PREFIX):
+                    reports += os.path.basename(dirpath) != "manifests"
         return CacheInfo(
-            self.directory, entries, size, tuple(p.name for p in formats), self._root.name
+            self.directory, entries, size, tuple(p.name for p in formats), self._root.name, reports
         )
 
     def clear(self) -> int:
-        """Delete every entry of every format; returns how many. Other files are left alone."""
+        """Delete every entry of every format and the stored reports; returns how
+        many. Other files are left alone."""
         removed = 0
+        results = self.directory / _RESULTS
+        if results.is_dir():
+            for dirpath, _dirs, names in os.walk(results):
+                if os.path.basename(dirpath) != "manifests":
+                    removed += sum(1 for n in names if n.endswith(_SUFFIX) and not n.startswith(_TEMP_PREFIX))
+            shutil.rmtree(results, ignore_errors=True)
+            if results.exists():
+                raise OSError(f"cannot remove {results}")
         for fmt in self._format_dirs():
             for _dirpath, _dirs, names in os.walk(fmt):
                 removed += sum(
@@ -275,6 +282,28 @@ class SummaryCache:
             if fmt.exists():
                 raise OSError(f"cannot remove {fmt}")
         return removed
+
+
+def atomic_write(target: Path, blob: bytes) -> bool:
+    """Write ``blob`` to ``target`` through a temporary file in the same directory
+    and a rename, so a concurrent reader sees the old file or the new one, never
+    half of one. False if it could not be written (never raises)."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=_TEMP_PREFIX, suffix=_SUFFIX, dir=target.parent)
+    except OSError:
+        return False
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(blob)
+        os.replace(temp, target)
+    except OSError:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        return False
+    return True
 
 
 def _worker_cache(directory: str, enabled: bool, schema_: str) -> SummaryCache:

@@ -193,6 +193,7 @@ def check_cmd(
         cache=_cache(cache_dir, no_cache),
         on_start=status.on_start,
         on_result=status.on_result,
+        on_reused=status.on_reused,
     )
     status.close()
     if fmt == "json":

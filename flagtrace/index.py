@@ -1106,6 +1106,28 @@ def summarize_source(source: SourceFile, data: bytes) -> ModuleSummary:
     return _Indexer(source, src).run(module)
 
 
+def summary_digest(summary: ModuleSummary) -> str:
+    """A digest of everything in ``summary`` but its line count.
+
+    Why: the whole-run result cache (``flagtrace.results``) reuses a report when
+    every file's summary is unchanged, which survives edits that change no
+    summary (comments, trailing lines, text of unused literals). Summaries hold
+    tuples, never sets, so the pickle of a freshly built one is deterministic;
+    were it not, two equal summaries would only miss, never collide. The line
+    count is left out (with the module scope's end line, which is the same
+    number): it only feeds the totals, which are recomputed.
+    """
+    import dataclasses
+    import hashlib
+    import pickle
+
+    module_scope = dataclasses.replace(summary.scopes[0], end_line=0)
+    blob = pickle.dumps(
+        dataclasses.replace(summary, lines=0, scopes=(module_scope, *summary.scopes[1:])), protocol=5
+    )
+    return hashlib.sha256(blob).hexdigest()
+
+
 def index_file(source: SourceFile, data: bytes | None = None) -> IndexResult:
     """Index one file; any problem becomes a one-line ``Diagnostic``: the path,
     the line where known, and what is wrong (unreadable, too large, not text,
@@ -1133,7 +1155,8 @@ def index_file(source: SourceFile, data: bytes | None = None) -> IndexResult:
     if len(data) > limit:
         return problem(None, parseguard.too_large(len(data), limit))
     try:
-        return IndexResult(source, _summarize_guarded(source, data))
+        summary = _summarize_guarded(source, data)
+        return IndexResult(source, summary, digest=summary_digest(summary))
     except parseguard.SourceProblem as exc:
         return problem(exc.line, exc.message)
     except cst.ParserSyntaxError as exc:
@@ -1221,38 +1244,51 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def read_keyed(sources: Sequence[SourceFile], cache: Any) -> list[tuple[bytes | None, str | None]]:
+    """Each file's bytes and its ``SummaryCache`` key; ``(None, None)`` for a file
+    that cannot be read or is over the size limit (``index_file`` reports it)."""
+    import os
+
+    from flagtrace import parseguard
+
+    limit = parseguard.max_file_bytes()
+    out: list[tuple[bytes | None, str | None]] = []
+    for s in sources:
+        try:
+            with open(s.path, "rb") as fh:
+                if os.fstat(fh.fileno()).st_size > limit:
+                    raise OSError("too large")
+                content = fh.read()
+        except OSError:
+            out.append((None, None))
+            continue
+        out.append((content, cache.key(s, content)))
+    return out
+
+
 def index_many(
     sources: Sequence[SourceFile],
     jobs: int = 1,
     on_result: Any = None,
     cache: Any = None,
+    keyed: Sequence[tuple[bytes | None, str | None]] | None = None,
 ) -> list[IndexResult]:
     """Index files, in a process pool when ``jobs > 1``; result order follows input.
 
     With a ``flagtrace.cache.SummaryCache``, this process reads and hashes
-    every file and looks it up; only misses are indexed (their bytes go to the
-    workers, which store the new entries) and hits come back with ``cached=True``.
+    every file (or takes ``keyed``, ``read_keyed``'s answer for ``sources``) and
+    looks it up; only misses are indexed (their bytes go to the workers, which
+    store the new entries) and hits come back with ``cached=True``.
     """
     out: list[IndexResult | None] = [None] * len(sources)
     todo: list[tuple[int, bytes | None, str | None]] = []
     if cache is not None and cache.enabled:
-        import os
-
-        from flagtrace import parseguard
-
-        limit = parseguard.max_file_bytes()
         with _gc_paused():
-            for i, s in enumerate(sources):
-                try:
-                    with open(s.path, "rb") as fh:
-                        if os.fstat(fh.fileno()).st_size > limit:
-                            raise OSError("too large")
-                        content = fh.read()
-                except OSError:
+            for i, (content, key) in enumerate(keyed if keyed is not None else read_keyed(sources, cache)):
+                if key is None:
                     todo.append((i, None, None))  # index_file reports it
                     continue
-                key = cache.key(s, content)
-                hit = cache.get(s, key)
+                hit = cache.get(sources[i], key)
                 if hit is None:
                     todo.append((i, content, key))
                     continue

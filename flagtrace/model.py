@@ -451,6 +451,9 @@ class IndexResult:
     summary: ModuleSummary | None
     diagnostic: Diagnostic | None = None
     cached: bool = False
+    #: ``index.summary_digest`` of the summary as first built: equal digests,
+    #: equal summaries but for ``lines`` (the whole-run result cache keys on it)
+    digest: str | None = None
 
 
 # --------------------------------------------------------------------------

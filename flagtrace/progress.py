@@ -91,6 +91,14 @@ class RunStatus:
 
     __call__ = on_result
 
+    def on_reused(self, files: int, lines: int) -> None:
+        """Files a stored report made it unnecessary to index (counted as cached)."""
+        with self._lock:
+            self.files += files
+            self.cached += files
+            self.lines += lines
+            self._refresh()
+
     # ------------------------------------------------------------------
     # The bar
 

@@ -20,7 +20,7 @@ import pytest
 from flagtrace.api import Project, build_callgraph, load_project
 from flagtrace.cache import ENV_VARIABLE, MAGIC, SummaryCache, default_directory, schema
 from flagtrace.cli import main
-from flagtrace.index import SUMMARY_FORMAT
+from flagtrace.index import SUMMARY_FORMAT, summary_digest
 from flagtrace.model import IndexResult
 from flagtrace.progress import RunStatus
 from tests.registry import REPO
@@ -122,9 +122,10 @@ def test_entries_live_under_the_summary_format_and_the_key(tmp_path: Path) -> No
         assert entry.parent.parent == cache_dir / f"v{SUMMARY_FORMAT}"
         assert entry.parent.name == entry.stem[:2]
         assert len(entry.stem) == 64
-        magic, key, stored_schema, summary, diagnostic = pickle.loads(entry.read_bytes())
+        magic, key, stored_schema, summary, diagnostic, digest = pickle.loads(entry.read_bytes())
         assert (magic, key, stored_schema) == (MAGIC, entry.stem, schema())
         assert summary is not None and summary.path.endswith(".py") and diagnostic is None
+        assert digest == summary_digest(summary)
 
 
 def test_changing_one_file_reindexes_exactly_that_file(tmp_path: Path) -> None:
@@ -263,10 +264,10 @@ def test_entries_of_another_version_or_key_are_ignored_and_overwritten(tmp_path:
     files = {Path(f.path).name: f for f in load_project([str(pkg)]).files}
     paths = {n: cache.path_for(cache.key(f, Path(f.path).read_bytes())) for n, f in files.items()}
 
-    magic, key, _, summary, diagnostic = pickle.loads(paths["mod0.py"].read_bytes())
+    magic, key, _, summary, diagnostic, digest = pickle.loads(paths["mod0.py"].read_bytes())
     foreign = "flagtrace 0.0.1; summary 0; libcst 0.0; cpython 3.0; indexer 0"
     paths["mod0.py"].write_bytes(
-        pickle.dumps((magic, key, foreign, summary, diagnostic), protocol=5)
+        pickle.dumps((magic, key, foreign, summary, diagnostic, digest), protocol=5)
     )
     other = pickle.loads(paths["mod1.py"].read_bytes())
     paths["mod1.py"].write_bytes(pickle.dumps((MAGIC, "0" * 64, *other[2:]), protocol=5))

@@ -1,0 +1,213 @@
+"""Whole-run results on disk: an unchanged tree is answered without resolving anything.
+
+Why: the per-file summary cache makes indexing incremental, but resolution, the
+call graph and the flag analysis are whole-program stages that take tens of
+seconds on SGLang. A pre-commit hook usually runs them on a tree whose
+analysed content did not change since the last run, so the report is stored,
+keyed by everything it depends on, and reused.
+
+Two keys lead to a stored report:
+
+* the *exact* key: every discovered file's path, module name and content key
+  (``SummaryCache.key``: its bytes, the indexer's schema), the discovery
+  diagnostics, the options, and ``analysis_digest()`` (flagtrace's own analysis
+  code and the versions it runs on). Computing it reads and hashes the files,
+  nothing more: a warm run neither parses nor unpickles a summary.
+* the *summary* key: the same with each file's content key replaced by the
+  digest of its summary (``index.summary_digest``; a file that cannot be indexed
+  keeps its content key). An edit that changes no summary (comments, trailing
+  lines, the text of literals nothing reads) keeps the summary key, so after
+  re-indexing only the changed files the stored report is reused with the line
+  counts brought up to date. To know the other files' digests without loading
+  their summaries, each identity (options and paths) keeps a manifest of the
+  files of its last run.
+
+A report is stored only when it is reproducible: a run that asked jedi is not
+stored (jedi works within a time budget, so its answers depend on the machine).
+Layout under the summary cache's directory: ``results/v<FORMAT>/<2 hex>/<key>.pkl``
+for reports and ``results/v<FORMAT>/manifests/<identity>.pkl``; atomic writes,
+and anything unreadable or foreign is a miss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from flagtrace.cache import _RESULTS, SummaryCache, atomic_write
+from flagtrace.model import AnalysisReport, Diagnostic, SourceFile
+
+FORMAT = 1
+MAGIC = "flagtrace-result"
+#: Stored reports kept per cache directory; the oldest go first.
+KEEP = 64
+
+
+@lru_cache(maxsize=1)
+def analysis_digest() -> str:
+    """flagtrace's analysis code (every module but the reporters) and the
+    versions it runs on: a report is stale when any of them changes."""
+    import libcst
+    import networkx
+
+    from flagtrace import __version__
+
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256(
+        f"{__version__};{libcst.LIBCST_VERSION};{networkx.__version__};{sys.version}".encode()
+    )
+    for path in sorted(here.glob("*.py")):
+        digest.update(path.name.encode())
+        try:
+            digest.update(path.read_bytes())
+        except OSError:  # a zipped install: the versions have to do
+            pass
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    """One discovered file as a stored report depends on it."""
+
+    path: str
+    module: str
+    is_package: bool
+    content_key: str | None  # None: unreadable or too large (never matches a stored one)
+    digest: str | None  # summary digest; None: the file could not be indexed
+    lines: int
+
+    @property
+    def summary_part(self) -> str:
+        if self.digest is not None:
+            return f"summary {self.digest}"
+        return f"content {self.content_key}"
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    report: AnalysisReport
+    files: tuple[FileState, ...]
+
+
+def options_text(**options: object) -> str:
+    """The run's options as one canonical string (part of every key)."""
+    return json.dumps(options, sort_keys=True, default=list)
+
+
+class ResultCache:
+    """Stored reports next to a ``SummaryCache`` (enabled with it)."""
+
+    def __init__(self, summaries: SummaryCache) -> None:
+        self.summaries = summaries
+        self.enabled = summaries.enabled
+        self.root = summaries.directory / _RESULTS / f"v{FORMAT}"
+
+    # ----------------------------------------------------------------- keys
+
+    def exact_key(
+        self,
+        options: str,
+        files: Iterable[tuple[SourceFile, str | None]],
+        diagnostics: Sequence[Diagnostic],
+    ) -> str:
+        parts = [f"{s.path}\0{s.module}\0{s.is_package}\0content {key}" for s, key in files]
+        return self._key("exact", options, parts, diagnostics)
+
+    def summary_key(
+        self, options: str, files: Iterable[FileState], diagnostics: Sequence[Diagnostic]
+    ) -> str:
+        parts = [f"{f.path}\0{f.module}\0{f.is_package}\0{f.summary_part}" for f in files]
+        return self._key("summary", options, parts, diagnostics)
+
+    def _key(
+        self, kind: str, options: str, parts: list[str], diagnostics: Sequence[Diagnostic]
+    ) -> str:
+        h = hashlib.sha256()
+        for text in (
+            kind,
+            analysis_digest(),
+            self.summaries.schema,
+            os.environ.get("FLAGTRACE_MAX_FILE_MB", ""),
+            options,
+            *parts,
+            *(str(d) for d in diagnostics),
+        ):
+            h.update(text.encode("utf-8", "surrogateescape"))
+            h.update(b"\0")
+        return h.hexdigest()
+
+    def identity(self, options: str, paths: Sequence[str]) -> str:
+        h = hashlib.sha256(options.encode())
+        for path in paths:
+            h.update(b"\0" + os.path.abspath(path).encode("utf-8", "surrogateescape"))
+        return h.hexdigest()
+
+    # -------------------------------------------------------------- entries
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.pkl"
+
+    def _manifest_path(self, identity: str) -> Path:
+        return self.root / "manifests" / f"{identity}.pkl"
+
+    def get(self, key: str) -> Stored | None:
+        entry = self._load(self._path(key))
+        if not (isinstance(entry, tuple) and len(entry) == 4 and entry[:2] == (MAGIC, key)):
+            return None
+        report, files = entry[2], entry[3]
+        if not isinstance(report, AnalysisReport) or not isinstance(files, tuple):
+            return None
+        return Stored(report, files)
+
+    def put(
+        self, keys: Iterable[str], report: AnalysisReport, files: tuple[FileState, ...]
+    ) -> None:
+        if not self.enabled:
+            return
+        for key in set(keys):
+            atomic_write(self._path(key), pickle.dumps((MAGIC, key, report, files), protocol=5))
+        self._prune()
+
+    def manifest(self, identity: str) -> dict[str, FileState]:
+        """The files of this identity's last run, by content key."""
+        entry = self._load(self._manifest_path(identity))
+        if not (isinstance(entry, tuple) and len(entry) == 3 and entry[:2] == (MAGIC, identity)):
+            return {}
+        return {f.content_key: f for f in entry[2] if isinstance(f, FileState) and f.content_key}
+
+    def put_manifest(self, identity: str, files: tuple[FileState, ...]) -> None:
+        if self.enabled:
+            atomic_write(
+                self._manifest_path(identity), pickle.dumps((MAGIC, identity, files), protocol=5)
+            )
+
+    def _load(self, path: Path) -> object:
+        if not self.enabled:
+            return None
+        try:
+            with open(path, "rb") as fh:
+                return pickle.loads(fh.read())
+        except Exception:  # missing, truncated, garbage, a class that no longer exists
+            return None
+
+    def _prune(self) -> None:
+        """Keep the newest ``KEEP`` reports (manifests are one per identity)."""
+        try:
+            entries = [p for p in self.root.glob("??/*.pkl")]
+            if len(entries) <= KEEP:
+                return
+            entries.sort(key=lambda p: p.stat().st_mtime)
+        except OSError:
+            return
+        for path in entries[: len(entries) - KEEP]:
+            try:
+                path.unlink()
+            except OSError:
+                pass

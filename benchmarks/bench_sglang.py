@@ -13,7 +13,10 @@ same run* and reports ratios to them:
           --entry sglang.srt.speculative.eagle_worker.EAGLEWorker.verify --format json -o OUT
 
   *cold* (an empty ``--cache-dir``), *warm* (the same cache, nothing changed) and
-  *touched* (one file got a new comment line since the last run).
+  *touched* (one file got a new comment line since the last run: its summary
+  is unchanged, so the stored report applies) and *edited* (a new function
+  appended to that file: one file re-parsed, the whole-program stages run again;
+  no target, shown so the cost of a real code change is on the table).
 
 Targets from issue 4, printed next to the measured ratios: cold <= 0.75 x A,
 warm <= 0.4 x B, touched <= 0.6 x B, peak RSS <= 1.5 GiB cold; for 0.5.23 (with
@@ -497,6 +500,13 @@ def touch(path: Path, n: int) -> None:
         f.write(f"\n# touched by bench_sglang ({n}, {time.time_ns()})\n")
 
 
+def edit(path: Path, n: int) -> None:
+    """Append a new function: the file's summary changes, so no stored report
+    applies and the whole-program stages run again (one file re-parsed)."""
+    with path.open("a", encoding="utf-8") as f:
+        f.write(f"\n\ndef _edited_by_bench_sglang_{n}_{time.time_ns()}():\n    return {n}\n")
+
+
 @dataclass(slots=True)
 class VersionResult:
     version: str
@@ -577,6 +587,12 @@ def bench_version(version: str, args: argparse.Namespace, cache_supported: bool)
                 for i in range(args.repeat):
                     touch(target, i)
                     runner.run(touched, ["--cache-dir", cache])
+                print("   flagtrace edited ...", file=sys.stderr, flush=True)
+                edited = runs["edited"] = Measurement("flagtrace edited")
+                edited.note = f"appended a new function to sglang/{args.touch} before each run"
+                for i in range(args.repeat):
+                    edit(target, i)
+                    runner.run(edited, ["--cache-dir", cache])
     notes += cache_notes(runs)
     return VersionResult(version, len(corpus.files), corpus.lines, refs, runs, notes)
 
@@ -586,7 +602,7 @@ def cache_notes(runs: dict[str, Measurement]) -> list[str]:
     from the cache (by flagtrace's own summary line), and when flagtrace's source
     changed during the benchmark, which explains such misses."""
     notes = []
-    expected_misses = {"warm": 0, "touched": 1}
+    expected_misses = {"warm": 0, "touched": 1, "edited": 1}
     for key, misses in expected_misses.items():
         m = runs.get(key)
         for files, cached in m.extra.get("files_cached", []) if m else []:

@@ -1029,9 +1029,23 @@ class _Indexer:
         self.setattr_write(func, node, args)
         text = self.src.text(node, MAX_CALL_TEXT)
         site = self.add_call(func, tuple(args), node, text)
-        if isinstance(func, NameExpr) and func.name == "super" and not node.args:
+        if isinstance(func, NameExpr) and func.name == "super" and self._plain_super(node):
             return SuperExpr()
         return CallExpr(site)
+
+    def _plain_super(self, node: cst.Call) -> bool:
+        """``super()``, or the old spelling ``super(Cls, self)`` inside a method of ``Cls``."""
+        if not node.args:
+            return True
+        parent = self.scope.parent
+        first = node.args[0].value
+        return (
+            len(node.args) == 2
+            and parent is not None
+            and parent.kind is ScopeKind.CLASS
+            and isinstance(first, cst.Name)
+            and first.value == parent.name
+        )
 
     def setattr_write(self, func: Expr, node: cst.Call, args: list[Argument]) -> None:
         """``setattr(mod, "X", v)`` writes the module global ``X``."""

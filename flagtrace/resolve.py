@@ -396,8 +396,16 @@ class Resolver:
             for r in receivers:
                 for v in self.attribute(r, func.attr, qn):
                     out.append((v, res, r))
-            if not receivers or (not out and any(r[0] in ("i", "c", "s") for r in receivers)):
-                # unknown receiver, or ours without such an attribute (dynamic): by name
+            if not _is_dunder(func.attr) and (
+                not receivers or (not out and any(r[0] in ("i", "c", "s") for r in receivers))
+            ):
+                # unknown receiver, or ours without such an attribute (dynamic, or a
+                # mixin's super() that reaches a sibling class): by name. Not for
+                # dunders: ``__init__`` missing from our class and its bases is
+                # object's or a builtin base's, and by name it matched every
+                # class's (1,164 ``__init__``s for each ``super(C, self).__init__()``
+                # in the standard library). Such a call stays unresolved, and
+                # verdicts that rest on it say so.
                 by_name = func.attr
             if not any(v[0] == "f" for v, _, _ in out):
                 for r in receivers:
@@ -1079,3 +1087,6 @@ def resolve(summaries: Iterable[ModuleSummary]) -> Resolver:
     resolver.run()
     return resolver
 
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")

@@ -187,6 +187,19 @@ def analyze(
     project = load_project(
         paths, exclude=exclude, jobs=jobs, on_result=on_result, on_start=on_start, cache=cache
     )
+    report, _ = _whole_program(project, flags, entries, reads, jedi_budget, configured_entries)
+    return replace(report, seconds=time.perf_counter() - start)
+
+
+def _whole_program(
+    project: Project,
+    flags: Sequence[str],
+    entries: Sequence[str],
+    reads: Sequence[str],
+    jedi_budget: float,
+    configured_entries: Sequence[str],
+) -> tuple[AnalysisReport, CallGraph]:
+    """Resolve, build the graph and analyse the flags of an indexed project."""
     resolver, graph = build_callgraph(project)
     report = analyze_project(
         project,
@@ -198,7 +211,7 @@ def analyze(
         jedi_budget=jedi_budget,
         configured_entries=configured_entries,
     )
-    return replace(report, seconds=time.perf_counter() - start)
+    return report, graph
 
 
 def _analyze_reusing(
@@ -309,17 +322,7 @@ def _analyze_reusing(
     index([i for i in range(len(files)) if i not in fresh])
     file_states = tuple(s for s in states if s is not None)
     project = _project(files, [fresh[i] for i in range(len(files))], found.diagnostics, start)
-    resolver, graph = build_callgraph(project)
-    report = analyze_project(
-        project,
-        resolver,
-        graph,
-        flags,
-        entries,
-        reads=reads,
-        jedi_budget=jedi_budget,
-        configured_entries=configured_entries,
-    )
+    report, graph = _whole_program(project, flags, entries, reads, jedi_budget, configured_entries)
     report = replace(report, seconds=time.perf_counter() - start)
     if graph.jedi_queries == 0:  # jedi answers within a time budget: not reproducible
         stored_results.put([exact, by_summaries], report, file_states)

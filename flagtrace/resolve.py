@@ -252,6 +252,9 @@ class Resolver:
         self._contents_memo: dict[int, dict[str, set[Value]]] = {}
         self._stores: dict[int, dict[str, set[Value]]] = {}
         self._class_attr_memo: dict[tuple[str, str], frozenset[Value]] = {}
+        self._dispatch_memo: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self._field_index: dict[str, dict[str, list[tuple[str, Expr, str | None]]]] = {}
+        self._indexing_fields: set[str] = set()
 
     def run(self) -> None:
         old_limit = sys.getrecursionlimit()
@@ -332,6 +335,7 @@ class Resolver:
         bindings: list[tuple[tuple[str, str], frozenset[Value]]] = []
         implicit = site.text.startswith("<")  # iteration protocol, raise: only our code
         decorator = site.text.startswith("@")
+        arg_values: list[frozenset[Value]] | None = None
         for value, resolution, receiver in targets:
             if decorator and value[0] == "b" and value[1] in _PASSTHROUGH_BUILTINS:
                 continue
@@ -343,7 +347,9 @@ class Resolver:
                 if fn is not None:
                     if bound_self == ("bound",):
                         bound_self = receiver if receiver is not None and receiver[0] == "i" else ("bound",)
-                    bindings.extend(self._bind_arguments(qn, fn, site, bound_self))
+                    if arg_values is None:  # once per site, not once per callee
+                        arg_values = [self.eval(qn, arg.value) for arg in site.args]
+                    bindings.extend(self._bind_arguments(fn, site, bound_self, arg_values))
             # builtins that call their function arguments (map(f, xs))
             if value[0] == "b" and value[1] in _HIGHER_ORDER_BUILTINS:
                 for arg in site.args:
@@ -412,10 +418,8 @@ class Resolver:
                     if r[0] == "x":
                         # a library type (``self.model: nn.Module``): our subclasses of it
                         # that define the method (class-hierarchy dispatch, weak evidence)
-                        for sub in self.subclasses_of_external(r[1]):
-                            for v in self._own_member(sub, func.attr):
-                                if v[0] == "f":
-                                    out.append((("f", v[1], 1), Resolution.BY_NAME, ("i", sub)))
+                        for method, sub in self._external_dispatch(r[1], func.attr):
+                            out.append((("f", method, 1), Resolution.BY_NAME, ("i", sub)))
         else:
             out = [(v, Resolution.TYPED, None) for v in self.eval(qn, func)]
         result = (out, by_name)
@@ -425,6 +429,22 @@ class Resolver:
     def _external_bases_of(self, cls: str) -> tuple[str, ...]:
         self.mro(cls)
         return self._external_bases.get(cls, ())
+
+    def _external_dispatch(self, dotted: str, attr: str) -> list[tuple[str, str]]:
+        """(method, subclass) for our subclasses of library class ``dotted`` that
+        define ``attr``; memoised per round (thousands of ``nn.Module`` subclasses
+        were scanned again for every call on a module-typed receiver)."""
+        key = (dotted, attr)
+        memo = self._dispatch_memo.get(key)
+        if memo is None:
+            memo = [
+                (v[1], sub)
+                for sub in self.subclasses_of_external(dotted)
+                for v in self._own_member(sub, attr)
+                if v[0] == "f"
+            ]
+            self._dispatch_memo[key] = memo
+        return memo
 
     def subclasses_of_external(self, dotted: str) -> list[str]:
         """Analysed classes with the library class ``dotted`` among their bases."""
@@ -501,8 +521,9 @@ class Resolver:
             yield value[1], False, None, None
 
     def _bind_arguments(
-        self, qn: str, fn: str, site: CallSite, bound_self: Value | None
+        self, fn: str, site: CallSite, bound_self: Value | None, arg_values: list[frozenset[Value]]
     ) -> list[tuple[tuple[str, str], frozenset[Value]]]:
+        """Bind the site's evaluated arguments (``arg_values``) to ``fn``'s parameters."""
         scope = self.p.scopes.get(fn)
         if scope is None:
             return []
@@ -516,8 +537,7 @@ class Resolver:
         by_name = {p.name: p for p in params}
         star = next((p for p in params if p.kind is ParamKind.VAR_POSITIONAL), None)
         pos_i = 0
-        for arg in site.args:
-            values = self.eval(qn, arg.value)
+        for arg, values in zip(site.args, arg_values, strict=True):
             if not values:
                 continue
             if arg.keyword is not None:
@@ -871,13 +891,26 @@ class Resolver:
         out: set[Value] = set()
         try:
             mro = self.mro(cls)
-            mro_set = set(mro)
-            for scope_qn, base, value, ann in self.p.field_assigns.get(attr, ()):
-                base_values = self._field_base(scope_qn, base)
-                if any(b[0] == "i" and b[1] in mro_set for b in base_values):
-                    out |= self.eval(scope_qn, value)
-                    if ann:
-                        out |= self.annotation_values(scope_qn, ann)
+            by_class = self._fields_by_class(attr)
+            if by_class is None:  # being built further up the stack: scan
+                mro_set = set(mro)
+                stores = [
+                    (scope_qn, value, ann)
+                    for scope_qn, base, value, ann in self.p.field_assigns.get(attr, ())
+                    if any(b[0] == "i" and b[1] in mro_set for b in self._field_base(scope_qn, base))
+                ]
+            else:
+                seen: set[int] = set()
+                stores = []
+                for owner in mro:
+                    for store in by_class.get(owner, ()):
+                        if id(store) not in seen:
+                            seen.add(id(store))
+                            stores.append(store)
+            for scope_qn, value, ann in stores:
+                out |= self.eval(scope_qn, value)
+                if ann:
+                    out |= self.annotation_values(scope_qn, ann)
             for v in self.class_attribute(cls, attr):
                 if v[0] == "f":
                     scope = self.p.scopes.get(v[1])
@@ -902,6 +935,28 @@ class Resolver:
         frozen = frozenset(out)
         self._field_memo[key] = frozen
         return frozen
+
+    def _fields_by_class(self, attr: str) -> dict[str, list[tuple[str, Expr, str | None]]] | None:
+        """The stores ``base.attr = value`` by the class of the instances ``base``
+        holds, built once per round and attribute (the scan over every store of
+        the attribute, for every class asked about, dominated resolution); None
+        while it is being built (a base that reads the same attribute)."""
+        index = self._field_index.get(attr)
+        if index is not None:
+            return index
+        if attr in self._indexing_fields:
+            return None
+        self._indexing_fields.add(attr)
+        try:
+            index = defaultdict(list)
+            for scope_qn, base, value, ann in self.p.field_assigns.get(attr, ()):
+                store = (scope_qn, value, ann)
+                for cls in {b[1] for b in self._field_base(scope_qn, base) if b[0] == "i"}:
+                    index[cls].append(store)
+        finally:
+            self._indexing_fields.discard(attr)
+        self._field_index[attr] = index
+        return index
 
     def _field_base(self, scope_qn: str, base: Expr) -> frozenset[Value]:
         key = (scope_qn, id(base))

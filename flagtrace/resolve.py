@@ -291,6 +291,9 @@ class Resolver:
                 continue
             added = values - current
             if added:
+                room = MAX_VALUES - len(current)
+                if len(added) > room:  # the cap holds for one large binding too
+                    added = set(sorted(added, key=repr)[:room])
                 current |= added
                 changed.add(key[0])
         return changed
@@ -344,7 +347,10 @@ class Resolver:
                     continue
                 if callee_qn not in callees or _stronger(resolution, callees[callee_qn].resolution):
                     callees[callee_qn] = Callee(callee_qn, resolution, analysed)
-                if fn is not None:
+                if fn is not None and resolution is not Resolution.BY_NAME:
+                    # arguments flow only along typed edges: bound through every
+                    # subclass of a library class that defines the method, they made
+                    # every ``forward(hidden_states)`` hold every other's values
                     if bound_self == ("bound",):
                         bound_self = receiver if receiver is not None and receiver[0] == "i" else ("bound",)
                     if arg_values is None:  # once per site, not once per callee

@@ -47,6 +47,8 @@ class CallGraph:
         for qn, scope in p.scopes.items():
             if scope.kind is not ScopeKind.CLASS:
                 g.add_node(qn, analysed=True, kind=scope.kind.value, location=scope.location)
+        sites: dict[tuple[str, str], list[CallEdge]] = {}  # built first, added in bulk
+        external: set[str] = set()
         for (qn, index), callees in resolver.site_callees.items():
             caller = owner_of(resolver, qn)
             site = p.scopes[qn].calls[index]
@@ -65,7 +67,20 @@ class CallGraph:
                     site=index,
                     text=site.text,
                 )
-                _add_edge(g, edge, callee)
+                pair = (caller, callee.qualname)
+                listed = sites.get(pair)
+                if listed is None:
+                    sites[pair] = [edge]
+                    if not callee.analysed:
+                        external.add(callee.qualname)
+                else:
+                    listed.append(edge)
+        for name in sorted(external - set(g)):
+            g.add_node(name, analysed=False, kind="external")
+        for (caller, callee_qn), listed in sites.items():
+            if callee_qn not in g:  # analysed, yet not a scope (a class called by name)
+                g.add_node(callee_qn, analysed=True, kind="function")
+        g.add_edges_from((caller, callee_qn, {"sites": listed}) for (caller, callee_qn), listed in sites.items())
         for edge in extra:
             _add_edge(g, edge, Callee(edge.callee, edge.resolution, edge.callee in g))
         unresolved.sort(key=lambda u: (u.location.path, u.location.line, u.location.column))

@@ -329,6 +329,13 @@ class _Indexer:
         self.all_names: tuple[str, ...] | None = None
         self.import_aliases: set[str] = set()  # any name bound by an import, anywhere
         self.defined_names: set[str] = set()  # module-level def/class names
+        self.containers = 0  # displays so far: ``ContainerExpr.origin``
+
+    def container(
+        self, kind: ContainerKind, items: tuple[Expr, ...], keys: tuple[Expr | None, ...] = ()
+    ) -> ContainerExpr:
+        self.containers += 1
+        return ContainerExpr(kind, items, keys, f"{self.module}:{self.containers}")
 
     # ---- entry
 
@@ -915,7 +922,7 @@ class _Indexer:
         if t in (cst.List, cst.Tuple, cst.Set):
             kind = {cst.List: ContainerKind.LIST, cst.Tuple: ContainerKind.TUPLE, cst.Set: ContainerKind.SET}[t]
             items = tuple(self.expr(el.value) for el in node.elements)  # type: ignore[attr-defined]
-            return ContainerExpr(kind, items)
+            return self.container(kind, items)
         if t is cst.Dict:
             assert isinstance(node, cst.Dict)
             ks: list[Expr | None] = []
@@ -927,7 +934,7 @@ class _Indexer:
                 else:
                     ks.append(None)
                     vs.append(self.expr(el.value))
-            return ContainerExpr(ContainerKind.DICT, tuple(vs), tuple(ks))
+            return self.container(ContainerKind.DICT, tuple(vs), tuple(ks))
         if t is cst.Lambda:
             assert isinstance(node, cst.Lambda)
             return self.lambda_(node)
@@ -986,10 +993,10 @@ class _Indexer:
         if isinstance(node, cst.DictComp):
             self.expr(node.key)
             value = self.expr(node.value)
-            return ContainerExpr(ContainerKind.DICT, (value,), (OpaqueExpr(""),))
+            return self.container(ContainerKind.DICT, (value,), (OpaqueExpr(""),))
         elt = self.expr(node.elt)  # type: ignore[attr-defined]
         kind = ContainerKind.SET if isinstance(node, cst.SetComp) else ContainerKind.LIST
-        return ContainerExpr(kind, (elt,))
+        return self.container(kind, (elt,))
 
     def lambda_(self, node: cst.Lambda) -> Expr:
         parent = self.scope

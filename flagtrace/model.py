@@ -150,6 +150,9 @@ class ContainerExpr:
     kind: ContainerKind
     items: tuple[Expr, ...]
     keys: tuple[Expr | None, ...] = ()
+    #: ``module:n`` for the n-th display of its module: the resolver's name for
+    #: the container (an ``id()`` would make set orders, and so results, vary)
+    origin: str = ""
 
 
 @record

@@ -60,7 +60,7 @@ from flagtrace.model import (
 #   ("x", dotted)           something outside the analysed code (and its instances)
 #   ("s", class_qualname)   super() inside a method of that class
 #   ("g", qualname)         generator object made by calling a generator function
-#   ("k", id)               a list/tuple/set/dict display; contents per key in Resolver
+#   ("k", origin)           a list/tuple/set/dict display (``module:n``); contents per key in Resolver
 Value = tuple  # type: ignore[type-arg]
 Target = tuple[Value, Resolution, "Value | None"]  # callee value, layer, receiver
 
@@ -233,7 +233,7 @@ class Resolver:
         self.resolved_empty: set[tuple[str, int]] = set()  # sites that call nothing of ours, knowingly
         self._mro: dict[str, tuple[str, ...]] = {}
         # container displays seen so far (values of earlier rounds refer to them)
-        self._containers: dict[int, tuple[str, ContainerExpr]] = {}
+        self._containers: dict[int | str, tuple[str, ContainerExpr]] = {}
         self._external_bases: dict[str, tuple[str, ...]] = {}
         self._external_subclasses: dict[str, list[str]] | None = None
         self.rounds = 0
@@ -249,8 +249,8 @@ class Resolver:
         self._return_memo: dict[str, frozenset[Value]] = {}
         self._callee_memo: dict[tuple[str, int], tuple[list[Target], str | None]] = {}
         self._base_memo: dict[tuple[str, int], frozenset[Value]] = {}
-        self._contents_memo: dict[int, dict[str, set[Value]]] = {}
-        self._stores: dict[int, dict[str, set[Value]]] = {}
+        self._contents_memo: dict[int | str, dict[str, set[Value]]] = {}
+        self._stores: dict[int | str, dict[str, set[Value]]] = {}
         self._class_attr_memo: dict[tuple[str, str], frozenset[Value]] = {}
         self._dispatch_memo: dict[tuple[str, str], list[tuple[str, str]]] = {}
         self._field_index: dict[str, dict[str, list[tuple[str, Expr, str | None]]]] = {}
@@ -586,7 +586,7 @@ class Resolver:
                 return frozenset({("c", expr.qualname)})  # type: ignore[union-attr]
             return frozenset({("f", expr.qualname, 0)})  # type: ignore[union-attr]
         if t is ContainerExpr:
-            cid = id(expr)
+            cid = expr.origin or id(expr)  # type: ignore[union-attr]
             if cid not in self._containers:
                 self._containers[cid] = (qn, expr)  # type: ignore[assignment]
             return frozenset({("k", cid)})
@@ -613,7 +613,7 @@ class Resolver:
             return frozenset({("s", cls)}) if cls else frozenset()
         return frozenset()
 
-    def container_items(self, cid: int, key: str | None) -> frozenset[Value]:
+    def container_items(self, cid: int | str, key: str | None) -> frozenset[Value]:
         """Values stored in a container display under ``key`` (None: any key)."""
         contents = self._container_contents(cid)
         if key is None or key not in contents:
@@ -623,7 +623,7 @@ class Resolver:
             return frozenset(out)
         return frozenset(contents[key] | contents.get("*", set()))
 
-    def _container_contents(self, cid: int) -> dict[str, set[Value]]:
+    def _container_contents(self, cid: int | str) -> dict[str, set[Value]]:
         memo = self._contents_memo.get(cid)
         if memo is not None:
             return memo

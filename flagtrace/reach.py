@@ -74,6 +74,9 @@ UNSET = State(True, False)
 SET = State(False, True)
 
 
+_FAR = (1 << 30, 0)  # the cost of a node the witness search has not reached
+
+
 def join(a: State | None, b: State | None) -> State | None:
     if a is None:
         return b
@@ -697,6 +700,7 @@ class Reach:
         self.p = interp.p
         self.can_read = self._can_read()
         self._expanded: dict[Node, tuple[list[tuple[Node, Hop]], list[ReadHit]]] = {}
+        self._costs: dict[Node, list[tuple[Node, Hop, int]]] = {}
 
     def _can_read(self) -> set[str]:
         """Functions from which a (counted) read of the flag is reachable."""
@@ -775,7 +779,7 @@ class Reach:
         seen = 0
         while heap and seen < limit:
             weak, length, _, node = heapq.heappop(heap)
-            if best.get(node, (1 << 30, 0)) < (weak, length):
+            if best.get(node, _FAR) < (weak, length):
                 continue
             seen += 1
             edges, hits = self.expand(node)
@@ -789,13 +793,26 @@ class Reach:
                 hops.reverse()
                 hit = min(hits, key=lambda h: (h.set_here is None, h.location))
                 return Witness(tuple(hops), hit, preset=start[1])
-            for nxt, hop in edges:
-                cost = (weak + (1 if hop.resolution.weak else 0) + self._inferred_set_penalty(hop), length + 1)
-                if cost < best.get(nxt, (1 << 30, 0)):
+            length += 1
+            for nxt, hop, step in self._costed(node, edges):
+                cost = (weak + step, length)
+                if cost < best.get(nxt, _FAR):
                     best[nxt] = cost
                     parent[nxt] = (node, hop)
-                    heapq.heappush(heap, (cost[0], cost[1], next(counter), nxt))
+                    heapq.heappush(heap, (cost[0], length, next(counter), nxt))
         return None
+
+    def _costed(self, node: Node, edges: list[tuple[Node, Hop]]) -> list[tuple[Node, Hop, int]]:
+        """``node``'s edges with their weak-evidence cost, memoised: a discovery run
+        searches a witness for each of thousands of entries over the same graph."""
+        costed = self._costs.get(node)
+        if costed is None:
+            costed = [
+                (nxt, hop, (1 if hop.resolution.weak else 0) + self._inferred_set_penalty(hop))
+                for nxt, hop in edges
+            ]
+            self._costs[node] = costed
+        return costed
 
     def _inferred_set_penalty(self, hop: Hop) -> int:
         """Evidence rank of where the flag became set before this hop: entering a

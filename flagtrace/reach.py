@@ -837,11 +837,11 @@ def sticky_sites(interp: Interpreter) -> list[tuple[str, int, str]]:
         scope = interp.p.scopes[qn]
         if scope.kind is ScopeKind.CLASS or scope.calls[site].text.startswith(("<", "@")):
             continue  # implicit protocol calls (with-enter/exit) are the with-block's business
-        for c in callees:
-            if c.qualname not in interp.writers or interp.is_cm(c.qualname):
-                continue
-            after = interp.apply_call(scope, site, UNSET)
-            if after.set:
-                out.append((qn, site, c.qualname))
-                break
+        setter = next(
+            (c.qualname for c in callees if c.qualname in interp.writers and not interp.is_cm(c.qualname)),
+            None,
+        )
+        # once per site: the state after the call joins all its callees already
+        if setter is not None and interp.apply_call(scope, site, UNSET).set:
+            out.append((qn, site, setter))
     return sorted(out)

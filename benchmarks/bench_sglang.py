@@ -698,24 +698,9 @@ def targets(results: Sequence[VersionResult]) -> list[Target]:
 
 
 def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:
-        widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    from rich.console import Console  # a dependency of flagtrace itself
+    from rich.table import Table
 
-        def line(cells: Sequence[str]) -> str:
-            return "  ".join(
-                c.ljust(w) if i == 0 else c.rjust(w)
-                for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-            )
-
-        print(title)
-        print(line(header))
-        print("  ".join("-" * w for w in widths))
-        for row in rows:
-            print(line(row))
-        return
     table = Table(title=title)
     for i, name in enumerate(header):
         table.add_column(name, justify="left" if i == 0 else "right", no_wrap=True)
@@ -725,37 +710,28 @@ def print_table(title: str, header: Sequence[str], rows: Sequence[Sequence[str]]
     Console(width=None if sys.stdout.isatty() else 140).print(table)
 
 
+def _row(r: VersionResult, key: str, m: Measurement, verify: str) -> list[str]:
+    """One table row: time, ratios to the references, memory, exit codes, verdict."""
+    return [
+        m.name,
+        f"{m.seconds:.2f}" if m.seconds is not None else "FAILED",
+        fmt_ratio(r.ratio(key, "A")),
+        fmt_ratio(r.ratio(key, "B")),
+        fmt_bytes(m.maxrss),
+        fmt_bytes(m.tree_rss),
+        ",".join(str(c) for c in m.returncodes),
+        verify,
+    ]
+
+
 def report(results: Sequence[VersionResult], repeat: int) -> None:
     header = ["run", "time s", "/ A", "/ B", "peak RSS", "tree RSS", "exit", "verify"]
     for r in results:
-        rows = []
-        for key, m in r.refs.items():
-            rows.append(
-                [
-                    m.name,
-                    f"{m.seconds:.2f}" if m.seconds is not None else "FAILED",
-                    fmt_ratio(r.ratio(key, "A")),
-                    fmt_ratio(r.ratio(key, "B")),
-                    fmt_bytes(m.maxrss),
-                    fmt_bytes(m.tree_rss),
-                    ",".join(str(c) for c in m.returncodes),
-                    "-",
-                ]
-            )
+        rows = [_row(r, key, m, "-") for key, m in r.refs.items()]
         for key, m in r.runs.items():
             observes = m.extra.get("verify_observes_set")
-            rows.append(
-                [
-                    m.name,
-                    f"{m.seconds:.2f}" if m.seconds is not None else "FAILED",
-                    fmt_ratio(r.ratio(key, "A")),
-                    fmt_ratio(r.ratio(key, "B")),
-                    fmt_bytes(m.maxrss),
-                    fmt_bytes(m.tree_rss),
-                    ",".join(str(c) for c in m.returncodes),
-                    "-" if observes is None else ("observes set" if observes else "never"),
-                ]
-            )
+            verify = "-" if observes is None else ("observes set" if observes else "never")
+            rows.append(_row(r, key, m, verify))
         title = f"SGLang {r.version}: {r.files:,} files, {r.lines:,} lines"
         title += f" (min time of {repeat} run(s) each)"
         print_table(title, header, rows)

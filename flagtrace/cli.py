@@ -12,7 +12,7 @@ import enum
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -132,14 +132,12 @@ def callgraph_cmd(
     _, graph = build_callgraph(project, jedi_budget=jedi_budget if jedi_budget is not None else config.jedi_budget)
     status.close()
     if fmt == "pycg":
-        text = json.dumps(graph.to_pycg(), indent=2) + "\n"
+        _write(json.dumps(graph.to_pycg(), indent=2) + "\n", output)
     elif fmt == "dot":
-        text = graph.to_dot()
+        _write(graph.to_dot(), output)
     else:
-        data = graph.to_json()
-        data["errors"] = [{"file": d.path, "line": d.line, "message": d.message} for d in project.diagnostics]
-        text = json.dumps(data, indent=2) + "\n"
-    _write(text, output)
+        errors = [{"file": d.path, "line": d.line, "message": d.message} for d in project.diagnostics]
+        _write(graph.json_chunks(errors), output)
     if not quiet:
         stats = graph.stats()
         extra = (
@@ -265,13 +263,16 @@ def _print_diagnostics(diagnostics: Sequence[Any]) -> None:
         click.echo(f"flagtrace: error: {d}", err=True)
 
 
-def _write(text: str, output: Path | None) -> None:
+def _write(text: str | Iterable[str], output: Path | None) -> None:
+    """Write a report given whole or in pieces (large call graphs are streamed)."""
+    chunks = (text,) if isinstance(text, str) else text
     if output is None:
-        sys.stdout.write(text)
+        sys.stdout.writelines(chunks)
         sys.stdout.flush()
         return
     try:
-        output.write_text(text, encoding="utf-8")
+        with output.open("w", encoding="utf-8") as out:
+            out.writelines(chunks)
     except OSError as exc:
         raise FlagtraceError(f"{output}: cannot write report: {exc.strerror or exc}") from None
 

@@ -7,6 +7,9 @@ same run* and reports ratios to them:
 
 * reference A: ``libcst.parse_module`` of every ``.py`` file, one process;
 * reference B: ``ast.parse`` of every ``.py`` file, one process;
+* reference A∥ (not a yardstick of any target): A in a pool of ``--jobs`` (default:
+  all CPUs) processes, the floor under any cold run that parses every file with
+  libcst, as flagtrace does;
 * flagtrace end to end (a fresh interpreter, as a user would run it)::
 
       flagtrace check TREE --flag _in_piecewise_cuda_graph \\
@@ -73,6 +76,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tests.registry import RegistryError, download  # noqa: E402
+from flagtrace.api import default_jobs  # noqa: E402
 
 BASE_VERSION = "0.5.9"
 NEW_VERSION = "0.5.23"
@@ -90,12 +94,14 @@ TARGET_TOUCHED_OVER_B = 0.6
 TARGET_COLD_RSS = 1.5 * GIB
 TARGET_PER_LINE_GROWTH = 1.3
 
-# Runs in a child: parse every file listed in argv[2] with libcst or ast; write
-# {"seconds", "files", "errors": [[path, message], ...]} to argv[3].  Only the
-# parse loop (reading included) is timed, not the interpreter or the import.
+# Runs in a child: parse every file listed in argv[2] with libcst or ast, in
+# argv[4] processes (default 1); write {"seconds", "files", "errors": [[path,
+# message], ...]} to argv[3].  Only the parse loop (reading and the process pool
+# included) is timed, not the interpreter or the import.
 PARSE_DRIVER = r"""
 import json, sys, time
 mode, listing, out = sys.argv[1:4]
+processes = int(sys.argv[4]) if len(sys.argv) > 4 else 1
 with open(listing, encoding="utf-8") as f:
     paths = f.read().splitlines()
 if mode == "libcst":
@@ -105,16 +111,28 @@ else:
     import ast
     parse = ast.parse
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
-errors = []
-start = time.perf_counter()
-for path in paths:
+
+def parse_one(path):
     with open(path, "rb") as f:
         data = f.read()
     try:
         parse(data)
     except Exception as exc:
         first = (str(exc).splitlines() or [""])[0]
-        errors.append([path, "%s: %s" % (type(exc).__name__, first)])
+        return [path, "%s: %s" % (type(exc).__name__, first)]
+    return None
+
+start = time.perf_counter()
+if processes > 1:
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+    # largest files first, so no worker is left with a big one at the end
+    ordered = sorted(paths, key=lambda p: -os.path.getsize(p))
+    with ProcessPoolExecutor(processes) as pool:
+        results = list(pool.map(parse_one, ordered, chunksize=4))
+else:
+    results = [parse_one(path) for path in paths]
+errors = sorted(r for r in results if r is not None)
 seconds = time.perf_counter() - start
 with open(out, "w", encoding="utf-8") as f:
     json.dump({"seconds": seconds, "files": len(paths), "errors": errors}, f)
@@ -402,14 +420,20 @@ class Measurement:
             self.wall_seconds = run.seconds
 
 
-def measure_parse(mode: str, corpus: Corpus, repeat: int, tmp: Path) -> Measurement:
-    """Reference A (``libcst``) or B (``ast``): parse every file in one child."""
-    m = Measurement("A: libcst.parse_module" if mode == "libcst" else "B: ast.parse")
+def measure_parse(mode: str, corpus: Corpus, repeat: int, tmp: Path, processes: int = 1) -> Measurement:
+    """Reference A (``libcst``) or B (``ast``): parse every file in one child;
+    with ``processes`` > 1, reference A∥: libcst in a pool of that many processes."""
+    if processes > 1:
+        name = f"A∥: libcst, {processes} processes"
+    else:
+        name = "A: libcst.parse_module" if mode == "libcst" else "B: ast.parse"
+    m = Measurement(name)
     listing = tmp / "files.txt"
     listing.write_text("\n".join(str(p) for p in corpus.files) + "\n", encoding="utf-8")
     for i in range(repeat):
-        out = tmp / f"parse-{mode}-{i}.json"
-        run = run_child([sys.executable, "-c", PARSE_DRIVER, mode, listing, out], cwd=tmp)
+        out = tmp / f"parse-{mode}-{processes}-{i}.json"
+        argv = [sys.executable, "-c", PARSE_DRIVER, mode, listing, out, str(processes)]
+        run = run_child(argv, cwd=tmp)
         if run.returncode != 0 or not out.is_file():
             m.add(run, None)
             m.failure = f"exit {run.returncode}: {last_line(run.stderr)}"
@@ -544,6 +568,10 @@ def bench_version(version: str, args: argparse.Namespace, cache_supported: bool)
         for key, mode in (("A", "libcst"), ("B", "ast")):
             print(f"   reference {key} ({mode}) ...", file=sys.stderr, flush=True)
             refs[key] = measure_parse(mode, corpus, args.repeat, tmp)
+        processes = args.jobs or default_jobs()
+        if processes > 1:
+            print(f"   reference A∥ (libcst, {processes} processes) ...", file=sys.stderr, flush=True)
+            refs["A∥"] = measure_parse("libcst", corpus, args.repeat, tmp, processes)
         runs: dict[str, Measurement] = {}
         with tree_copy(corpus) as tree:
             runner = FlagtraceRunner(
@@ -752,6 +780,12 @@ def report(results: Sequence[VersionResult], repeat: int) -> None:
                     print(f"    {e}")
         if r.cold_per_line:
             print(f"  cold time per 1,000 lines: {r.cold_per_line * 1000 * 1000:.1f} ms")
+        floor = r.ratio("A∥", "A")
+        if floor is not None:
+            print(
+                f"  libcst parsing alone, in parallel, is {floor:.2f} x A: the floor under a cold"
+                " run that parses every file with libcst"
+            )
         for note in r.notes:
             print(f"  note: {note}")
         print()

@@ -701,6 +701,8 @@ class Reach:
         self.can_read = self._can_read()
         self._expanded: dict[Node, tuple[list[tuple[Node, Hop]], list[ReadHit]]] = {}
         self._costs: dict[Node, list[tuple[Node, Hop, int]]] = {}
+        self._settled: set[Node] = set()  # nodes whose distance is final (absent from _dist: no read)
+        self._dist: dict[Node, tuple[int, int]] = {}
 
     def _can_read(self) -> set[str]:
         """Functions from which a (counted) read of the flag is reachable."""
@@ -769,42 +771,95 @@ class Reach:
         self._expanded[node] = (edges, hits)
         return edges, hits
 
-    def witness(self, entry: str, start: tuple[bool, bool], limit: int = 400_000) -> Witness | None:
-        """Fewest by-name hops first, then fewest hops."""
-        counter = itertools.count()
-        start_node: Node = (entry, start)
-        best: dict[Node, tuple[int, int]] = {start_node: (0, 0)}
-        parent: dict[Node, tuple[Node, Hop] | None] = {start_node: None}
-        heap: list[tuple[int, int, int, Node]] = [(0, 0, next(counter), start_node)]
-        seen = 0
-        while heap and seen < limit:
-            weak, length, _, node = heapq.heappop(heap)
-            if best.get(node, _FAR) < (weak, length):
-                continue
-            seen += 1
-            edges, hits = self.expand(node)
-            if hits:
-                hops: list[Hop] = []
-                cur: Node | None = node
-                while cur is not None and parent[cur] is not None:
-                    prev, hop = parent[cur]  # type: ignore[misc]
-                    hops.append(hop)
-                    cur = prev
-                hops.reverse()
+    def witness(self, entry: str, start: tuple[bool, bool]) -> Witness | None:
+        """Fewest by-name hops first, then fewest hops; among equal paths, the one
+        that takes the earliest call at each step.
+
+        Why not a search from the entry? Entry-point discovery asks this for
+        thousands of entries over the same graph; a search from each one took
+        minutes on vLLM and SGLang 0.5.23. Instead ``_settle`` computes, once per
+        node, its exact distance to the nearest read with the flag set (a
+        backward Dijkstra over the nodes the entries reach), and a witness is
+        read off by walking from the entry along edges that keep to a shortest
+        path.
+        """
+        node: Node = (entry, start)
+        self._settle(node)
+        dist = self._dist.get(node)
+        if dist is None:
+            return None
+        hops: list[Hop] = []
+        while True:
+            _, hits = self.expand(node)
+            if hits:  # distance zero: the walk ends at the first read it meets
                 hit = min(hits, key=lambda h: (h.set_here is None, h.location))
                 return Witness(tuple(hops), hit, preset=start[1])
-            length += 1
-            for nxt, hop, step in self._costed(node, edges):
-                cost = (weak + step, length)
-                if cost < best.get(nxt, _FAR):
-                    best[nxt] = cost
-                    parent[nxt] = (node, hop)
-                    heapq.heappush(heap, (cost[0], length, next(counter), nxt))
-        return None
+            weak, length = dist
+            for nxt, hop, step in self._costed(node, self.expand(node)[0]):
+                after = self._dist.get(nxt)
+                if after is not None and after[0] + step == weak and after[1] + 1 == length:
+                    hops.append(hop)
+                    node, dist = nxt, after
+                    break
+            else:  # cannot happen: a finite distance has a next hop that realises it
+                raise AssertionError(f"no shortest-path hop from {node}")
+
+    def _settle(self, start: Node) -> None:
+        """Distances to a read with the flag set for every node ``start`` reaches.
+
+        Nodes already settled keep their distance (it depends only on what they
+        reach, and that was complete when they were settled); the new ones are
+        settled by a Dijkstra backwards from their reads and from their edges
+        into settled nodes. Costs are pairs ``(weak evidence, hops)`` compared
+        lexicographically, as the witness is chosen.
+        """
+        if start in self._settled:
+            return
+        fresh: list[Node] = []
+        seen = {start}
+        stack = [start]
+        while stack:
+            node = stack.pop()
+            fresh.append(node)
+            for nxt, _, _ in self._costed(node, self.expand(node)[0]):
+                if nxt not in seen and nxt not in self._settled:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        into: dict[Node, list[tuple[Node, int]]] = {}  # reversed edges among the fresh nodes
+        best: dict[Node, tuple[int, int]] = {}
+        for node in fresh:
+            edges, hits = self.expand(node)
+            if hits:
+                best[node] = (0, 0)
+                continue
+            for nxt, _, step in self._costed(node, edges):
+                if nxt in seen:
+                    into.setdefault(nxt, []).append((node, step))
+                    continue
+                after = self._dist.get(nxt)
+                if after is not None:
+                    cost = (after[0] + step, after[1] + 1)
+                    if cost < best.get(node, _FAR):
+                        best[node] = cost
+        heap = [(cost, n) for n, cost in best.items()]
+        heapq.heapify(heap)
+        while heap:
+            cost, node = heapq.heappop(heap)
+            if best.get(node, _FAR) < cost or node in self._dist:
+                continue
+            self._dist[node] = cost
+            for prev, step in into.get(node, ()):
+                if prev in self._dist:
+                    continue
+                candidate = (cost[0] + step, cost[1] + 1)
+                if candidate < best.get(prev, _FAR):
+                    best[prev] = candidate
+                    heapq.heappush(heap, (candidate, prev))
+        self._settled.update(fresh)
 
     def _costed(self, node: Node, edges: list[tuple[Node, Hop]]) -> list[tuple[Node, Hop, int]]:
-        """``node``'s edges with their weak-evidence cost, memoised: a discovery run
-        searches a witness for each of thousands of entries over the same graph."""
+        """``node``'s edges with their weak-evidence cost, memoised: settling and
+        walking both go over them."""
         costed = self._costs.get(node)
         if costed is None:
             costed = [

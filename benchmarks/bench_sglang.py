@@ -15,6 +15,9 @@ same run* and reports ratios to them:
       flagtrace check TREE --flag _in_piecewise_cuda_graph \\
           --entry sglang.srt.speculative.eagle_worker.EAGLEWorker.verify --format json -o OUT
 
+  (on 0.5.23, where both were renamed: ``--flag _in_tc_piecewise_cuda_graph --entry
+  sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2.verify``, see ``QUERIES``)
+
   *cold* (an empty ``--cache-dir``), *warm* (the same cache, nothing changed) and
   *touched* (one file got a new comment line since the last run: its summary
   is unchanged, so the stored report applies) and *edited* (a new function
@@ -80,11 +83,33 @@ from flagtrace.api import default_jobs  # noqa: E402
 
 BASE_VERSION = "0.5.9"
 NEW_VERSION = "0.5.23"
-FLAG = "_in_piecewise_cuda_graph"
-ENTRY = "sglang.srt.speculative.eagle_worker.EAGLEWorker.verify"
-#: The file the touched run edits, relative to the ``sglang`` package (the flag's
-#: own module: what a developer working on the flag would change).
-TOUCH = "srt/compilation/piecewise_context_manager.py"
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """What the flagtrace runs ask of one SGLang version, and the file they edit."""
+
+    flag: str
+    entry: str
+    #: relative to the ``sglang`` package: the flag's own module, what a developer
+    #: working on the flag would change
+    touch: str
+
+
+#: SGLang renamed both between the versions: 0.5.23's flag is the "tc" piecewise
+#: one, and EAGLE's verify step lives in ``EAGLEWorkerV2``.
+QUERIES = {
+    "0.5.9": Query(
+        "_in_piecewise_cuda_graph",
+        "sglang.srt.speculative.eagle_worker.EAGLEWorker.verify",
+        "srt/compilation/piecewise_context_manager.py",
+    ),
+    "0.5.23": Query(
+        "_in_tc_piecewise_cuda_graph",
+        "sglang.srt.speculative.eagle_worker_v2.EAGLEWorkerV2.verify",
+        "srt/model_executor/runner_backend_utils/tc_piecewise_cuda_graph/context_manager.py",
+    ),
+}
 GIB = 1024**3
 
 # Issue 4's targets, as (measured quantity, limit).
@@ -454,10 +479,10 @@ def flag_verdicts(report: Path) -> Any:
         return None
 
 
-def entry_observes(flags: Any) -> bool | None:
+def entry_observes(flags: Any, wanted: str) -> bool | None:
     for flag in flags or ():
         for entry in flag.get("entries", ()):
-            if entry.get("entry") == ENTRY:
+            if entry.get("entry") == wanted:
                 return bool(entry.get("observes_set"))
     return None
 
@@ -466,9 +491,17 @@ class FlagtraceRunner:
     """Runs ``flagtrace check`` on one tree copy and records each run."""
 
     def __init__(
-        self, tree: Path, tmp: Path, *, quiet: bool, jobs: int | None, extra: Sequence[str]
+        self,
+        tree: Path,
+        tmp: Path,
+        query: Query,
+        *,
+        quiet: bool,
+        jobs: int | None,
+        extra: Sequence[str],
     ) -> None:
         self.tree = tree
+        self.query = query
         self.tmp = tmp
         self.quiet = quiet
         self.jobs = jobs
@@ -483,9 +516,9 @@ class FlagtraceRunner:
             "check",
             self.tree,
             "--flag",
-            FLAG,
+            self.query.flag,
             "--entry",
-            ENTRY,
+            self.query.entry,
             "--format",
             "json",
             "-o",
@@ -510,7 +543,11 @@ class FlagtraceRunner:
             m.failure = f"exit {run.returncode}: {last_line(run.stderr) or '(no output)'}"
             return run
         flags = flag_verdicts(out)
-        m.extra["verify_observes_set"] = entry_observes(flags)
+        m.extra["verify_observes_set"] = entry_observes(flags, self.query.entry)
+        if m.extra["verify_observes_set"] is None:
+            # the run answered a different question (the flag or the entry was not
+            # found): its time is not the time of the query; say so, loudly
+            m.note = f"no verdict for {self.query.entry} in the report: the query did not run"
         if self.reference_flags is None:
             self.reference_flags = flags
         elif flags != self.reference_flags:
@@ -561,7 +598,9 @@ def bench_version(version: str, args: argparse.Namespace, cache_supported: bool)
     print(
         f"   {len(corpus.files)} files, {corpus.lines:,} lines in {corpus.package}", file=sys.stderr
     )
-    notes: list[str] = []
+    query = QUERIES[version]
+    touch = args.touch or query.touch
+    notes: list[str] = [f"flagtrace check --flag {query.flag} --entry {query.entry}"]
     with tempfile.TemporaryDirectory(prefix="bench-sglang-work-") as tmp_name:
         tmp = Path(tmp_name)
         refs: dict[str, Measurement] = {}
@@ -575,7 +614,7 @@ def bench_version(version: str, args: argparse.Namespace, cache_supported: bool)
         runs: dict[str, Measurement] = {}
         with tree_copy(corpus) as tree:
             runner = FlagtraceRunner(
-                tree, tmp, quiet=args.quiet, jobs=args.jobs, extra=args.flagtrace_arg
+                tree, tmp, query, quiet=args.quiet, jobs=args.jobs, extra=args.flagtrace_arg
             )
             cold = runs["cold"] = Measurement("flagtrace cold")
             if not cache_supported:
@@ -607,17 +646,17 @@ def bench_version(version: str, args: argparse.Namespace, cache_supported: bool)
                 runner.run(warm, ["--cache-dir", cache])
             print("   flagtrace touched ...", file=sys.stderr, flush=True)
             touched = runs["touched"] = Measurement("flagtrace touched")
-            target = tree / args.touch
+            target = tree / touch
             if not target.is_file():
-                touched.failure = f"no file {args.touch} in sglang {version}"
+                touched.failure = f"no file {touch} in sglang {version}"
             else:
-                touched.note = f"appended a comment line to sglang/{args.touch} before each run"
+                touched.note = f"appended a comment line to sglang/{touch} before each run"
                 for i in range(args.repeat):
                     touch(target, i)
                     runner.run(touched, ["--cache-dir", cache])
                 print("   flagtrace edited ...", file=sys.stderr, flush=True)
                 edited = runs["edited"] = Measurement("flagtrace edited")
-                edited.note = f"appended a new function to sglang/{args.touch} before each run"
+                edited.note = f"appended a new function to sglang/{touch} before each run"
                 for i in range(args.repeat):
                     edit(target, i)
                     runner.run(edited, ["--cache-dir", cache])
@@ -808,11 +847,11 @@ def to_json(results: Sequence[VersionResult], args: argparse.Namespace) -> dict[
             "platform": sys.platform,
         },
         "repeat": args.repeat,
-        "flag": FLAG,
-        "entry": ENTRY,
         "versions": [
             {
                 "version": r.version,
+                "flag": QUERIES[r.version].flag,
+                "entry": QUERIES[r.version].entry,
                 "files": r.files,
                 "lines": r.lines,
                 "references": {k: asdict(m) for k, m in r.refs.items()},
@@ -858,9 +897,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--touch",
-        default=TOUCH,
+        default=None,
         metavar="RELPATH",
-        help=f"file the touched run edits (default: sglang/{TOUCH})",
+        help="file the touched and edited runs change, relative to sglang/ (default: the flag's "
+        f"module, sglang/{QUERIES[BASE_VERSION].touch} in {BASE_VERSION})",
     )
     parser.add_argument(
         "--flagtrace-arg",

@@ -599,7 +599,7 @@ def bench_version(version: str, args: argparse.Namespace, cache_supported: bool)
         f"   {len(corpus.files)} files, {corpus.lines:,} lines in {corpus.package}", file=sys.stderr
     )
     query = QUERIES[version]
-    touch = args.touch or query.touch
+    changed_file = args.touch or query.touch
     notes: list[str] = [f"flagtrace check --flag {query.flag} --entry {query.entry}"]
     with tempfile.TemporaryDirectory(prefix="bench-sglang-work-") as tmp_name:
         tmp = Path(tmp_name)
@@ -646,17 +646,17 @@ def bench_version(version: str, args: argparse.Namespace, cache_supported: bool)
                 runner.run(warm, ["--cache-dir", cache])
             print("   flagtrace touched ...", file=sys.stderr, flush=True)
             touched = runs["touched"] = Measurement("flagtrace touched")
-            target = tree / touch
+            target = tree / changed_file
             if not target.is_file():
-                touched.failure = f"no file {touch} in sglang {version}"
+                touched.failure = f"no file {changed_file} in sglang {version}"
             else:
-                touched.note = f"appended a comment line to sglang/{touch} before each run"
+                touched.note = f"appended a comment line to sglang/{changed_file} before each run"
                 for i in range(args.repeat):
                     touch(target, i)
                     runner.run(touched, ["--cache-dir", cache])
                 print("   flagtrace edited ...", file=sys.stderr, flush=True)
                 edited = runs["edited"] = Measurement("flagtrace edited")
-                edited.note = f"appended a new function to sglang/{touch} before each run"
+                edited.note = f"appended a new function to sglang/{changed_file} before each run"
                 for i in range(args.repeat):
                     edit(target, i)
                     runner.run(edited, ["--cache-dir", cache])

@@ -821,7 +821,10 @@ class Reach:
         while stack:
             node = stack.pop()
             fresh.append(node)
-            for nxt, _, _ in self._costed(node, self.expand(node)[0]):
+            edges, hits = self.expand(node)
+            if hits:  # distance zero: what it calls cannot matter to the nodes reaching it
+                continue
+            for nxt, _, _ in self._costed(node, edges):
                 if nxt not in seen and nxt not in self._settled:
                     seen.add(nxt)
                     stack.append(nxt)

@@ -28,6 +28,10 @@ class ExitCode(enum.IntEnum):
     INTERNAL = 3  # a bug in flagtrace: please report it
 
 
+class _StdoutClosed(Exception):
+    """The reader of stdout went away (``flagtrace ... | head``)."""
+
+
 class FlagtraceError(Exception):
     """A user-facing error: printed as one line, exit code 2."""
 
@@ -267,8 +271,13 @@ def _write(text: str | Iterable[str], output: Path | None) -> None:
     """Write a report given whole or in pieces (large call graphs are streamed)."""
     chunks = (text,) if isinstance(text, str) else text
     if output is None:
-        sys.stdout.writelines(chunks)
-        sys.stdout.flush()
+        try:
+            sys.stdout.writelines(chunks)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # click turns an EPIPE it sees into exit code 1, which here means
+            # "findings"; ``main`` gives a closed stdout its own handling
+            raise _StdoutClosed from None
         return
     try:
         with output.open("w", encoding="utf-8") as out:
@@ -330,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0) if not isinstance(exc.code, str) else ExitCode.ERROR
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # the reader of stdout went away (``flagtrace ... | head``)
+    except (BrokenPipeError, _StdoutClosed):  # the reader of stdout went away (``flagtrace ... | head``)
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the exit flush does not fail again
         except OSError:

@@ -61,3 +61,31 @@ def test_streamed_json_to_stdout(tmp_path: Path, capsys) -> None:  # type: ignor
     shutil.copytree(FIXTURES / "flags" / "sglang_story", pkg)
     assert main(["callgraph", str(pkg), "--no-cache", "-q", "-j", "1", "--jedi-budget", "0"]) == 0
     assert capsys.readouterr().out == _document_via_api(pkg)
+
+
+class _ClosedPipe:
+    """A stdout whose reader went away after the first write (``flagtrace ... | head -1``)."""
+
+    def __init__(self) -> None:
+        self.writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        if self.writes > 1:
+            raise BrokenPipeError(32, "Broken pipe")
+        return len(text)
+
+    def writelines(self, lines) -> None:  # type: ignore[no-untyped-def]
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_a_reader_that_goes_away_is_not_reported_as_findings(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """click turns EPIPE into exit code 1, which means findings; it must be 2, without a traceback."""
+    monkeypatch.setattr("sys.stdout", _ClosedPipe())
+    code = main(["callgraph", str(FIXTURES / "flags" / "sglang_story"), "--no-cache", "-q", "-j", "1", "--jedi-budget", "0"])
+    assert code == 2
+    assert "Traceback" not in capsys.readouterr().err

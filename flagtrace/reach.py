@@ -14,13 +14,12 @@ those, from the entry to a read that runs with the flag set.
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from flagtrace.callgraph import CallGraph, owner_of
-from flagtrace.effects import FlagEffects, SetterKind, ValueKind, classify_const, sets_flag
+from flagtrace.callgraph import CallGraph
+from flagtrace.effects import FlagEffects, ValueKind, classify_const, sets_flag
 from flagtrace.model import (
     Branch,
     CallExpr,
@@ -40,7 +39,6 @@ from flagtrace.model import (
     WriteStep,
     YieldStep,
 )
-from flagtrace.resolve import Callee
 
 
 @dataclass(frozen=True, slots=True)
@@ -790,12 +788,12 @@ class Reach:
             return None
         hops: list[Hop] = []
         while True:
-            _, hits = self.expand(node)
+            edges, hits = self.expand(node)
             if hits:  # distance zero: the walk ends at the first read it meets
                 hit = min(hits, key=lambda h: (h.set_here is None, h.location))
                 return Witness(tuple(hops), hit, preset=start[1])
             weak, length = dist
-            for nxt, hop, step in self._costed(node, self.expand(node)[0]):
+            for nxt, hop, step in self._costed(node, edges):
                 after = self._dist.get(nxt)
                 if after is not None and after[0] + step == weak and after[1] + 1 == length:
                     hops.append(hop)

@@ -445,7 +445,9 @@ class Measurement:
             self.wall_seconds = run.seconds
 
 
-def measure_parse(mode: str, corpus: Corpus, repeat: int, tmp: Path, processes: int = 1) -> Measurement:
+def measure_parse(
+    mode: str, corpus: Corpus, repeat: int, tmp: Path, processes: int = 1
+) -> Measurement:
     """Reference A (``libcst``) or B (``ast``): parse every file in one child;
     with ``processes`` > 1, reference A∥: libcst in a pool of that many processes."""
     if processes > 1:
@@ -609,7 +611,9 @@ def bench_version(version: str, args: argparse.Namespace, cache_supported: bool)
             refs[key] = measure_parse(mode, corpus, args.repeat, tmp)
         processes = args.jobs or default_jobs()
         if processes > 1:
-            print(f"   reference A∥ (libcst, {processes} processes) ...", file=sys.stderr, flush=True)
+            print(
+                f"   reference A∥ (libcst, {processes} processes) ...", file=sys.stderr, flush=True
+            )
             refs["A∥"] = measure_parse("libcst", corpus, args.repeat, tmp, processes)
         runs: dict[str, Measurement] = {}
         with tree_copy(corpus) as tree:

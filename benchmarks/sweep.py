@@ -674,7 +674,9 @@ def report(results: Sequence[PackageResult], args: argparse.Namespace) -> None:
         finding_rows(results),
     )
     print("errors: files flagtrace reported as bad input; cg s / cg mem: `flagtrace callgraph`")
-    print("(the CLI, cold); index (from its cache)/resolve/flags s: the API child; mem: its largest")
+    print(
+        "(the CLI, cold); index (from its cache)/resolve/flags s: the API child; mem: its largest"
+    )
     print("process (os.wait4), tree mem: sampled sum over its process tree; flags: analysed/found;")
     print("entries: discovered entry points; flags set: flags some entry observes set;")
     print("observing: entries observing a flag set (by-name evidence in parentheses);")

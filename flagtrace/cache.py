@@ -269,7 +269,9 @@ class SummaryCache:
         if results.is_dir():
             for dirpath, _dirs, names in os.walk(results):
                 if os.path.basename(dirpath) != "manifests":
-                    removed += sum(1 for n in names if n.endswith(_SUFFIX) and not n.startswith(_TEMP_PREFIX))
+                    removed += sum(
+                        1 for n in names if n.endswith(_SUFFIX) and not n.startswith(_TEMP_PREFIX)
+                    )
             shutil.rmtree(results, ignore_errors=True)
             if results.exists():
                 raise OSError(f"cannot remove {results}")

@@ -33,7 +33,9 @@ from flagtrace.resolve import Callee, Resolver
 class CallGraph:
     """Query verbs over the resolved calls (``callees``, ``callers``, ``shortest_path``)."""
 
-    def __init__(self, graph: nx.DiGraph, unresolved: tuple[UnresolvedCall, ...], jedi_queries: int = 0) -> None:
+    def __init__(
+        self, graph: nx.DiGraph, unresolved: tuple[UnresolvedCall, ...], jedi_queries: int = 0
+    ) -> None:
         self._g = graph
         self.unresolved = unresolved
         self.jedi_queries = jedi_queries
@@ -81,13 +83,17 @@ class CallGraph:
         for (caller, callee_qn), listed in sites.items():
             if callee_qn not in g:  # analysed, yet not a scope (a class called by name)
                 g.add_node(callee_qn, analysed=True, kind="function")
-        g.add_edges_from((caller, callee_qn, {"sites": listed}) for (caller, callee_qn), listed in sites.items())
+        g.add_edges_from(
+            (caller, callee_qn, {"sites": listed}) for (caller, callee_qn), listed in sites.items()
+        )
         for edge in extra:
             _add_edge(g, edge, Callee(edge.callee, edge.resolution, edge.callee in g))
         unresolved.sort(key=lambda u: (u.location.path, u.location.line, u.location.column))
         return cls(g, tuple(unresolved))
 
-    def add_settled(self, edges: Iterable[CallEdge], settled: set[tuple[str, int]], queries: int) -> None:
+    def add_settled(
+        self, edges: Iterable[CallEdge], settled: set[tuple[str, int]], queries: int
+    ) -> None:
         """Add edges settled by jedi; their sites are no longer unresolved."""
         for edge in edges:
             _add_edge(self._g, edge, Callee(edge.callee, edge.resolution, True))
@@ -162,7 +168,10 @@ class CallGraph:
 
     def to_json(self, errors: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
         """The flagtrace JSON document as one dict (small graphs, tests)."""
-        return {key: list(value) if isinstance(value, Iterator) else value for key, value in self._json_parts(errors)}
+        return {
+            key: list(value) if isinstance(value, Iterator) else value
+            for key, value in self._json_parts(errors)
+        }
 
     def json_chunks(self, errors: Sequence[dict[str, Any]] = ()) -> Iterator[str]:
         """The same document as ``json.dumps(self.to_json(errors), indent=2) + "\\n"``,
@@ -188,19 +197,30 @@ class CallGraph:
         yield "version", 1
         yield "nodes", (self._json_node(node) for node in sorted(self._g.nodes))
         yield "edges", (_json_edge(e) for e in self.edges())
-        yield "unresolved", [
-            {"caller": u.caller, "file": u.location.path, "line": u.location.line, "call": u.text}
-            for u in self.unresolved
-        ]
+        yield (
+            "unresolved",
+            [
+                {
+                    "caller": u.caller,
+                    "file": u.location.path,
+                    "line": u.location.line,
+                    "call": u.text,
+                }
+                for u in self.unresolved
+            ],
+        )
         stats = self.stats()
-        yield "stats", {
-            "nodes": stats.nodes,
-            "edges": stats.edges,
-            "call_sites_by_resolution": dict(stats.by_resolution),
-            "unresolved": stats.unresolved,
-            "jedi_queries": stats.jedi_queries,
-            "jedi_edges": stats.jedi_edges,
-        }
+        yield (
+            "stats",
+            {
+                "nodes": stats.nodes,
+                "edges": stats.edges,
+                "call_sites_by_resolution": dict(stats.by_resolution),
+                "unresolved": stats.unresolved,
+                "jedi_queries": stats.jedi_queries,
+                "jedi_edges": stats.jedi_edges,
+            },
+        )
         yield "errors", list(errors)
 
     def _json_node(self, node: str) -> dict[str, Any]:
@@ -215,14 +235,20 @@ class CallGraph:
         }
 
     def to_dot(self) -> str:
-        lines = ["digraph callgraph {", "  rankdir=LR;", '  node [shape=box, fontname="monospace"];']
+        lines = [
+            "digraph callgraph {",
+            "  rankdir=LR;",
+            '  node [shape=box, fontname="monospace"];',
+        ]
         for node in sorted(self._g.nodes):
             style = "" if self.is_analysed(node) else ", style=dashed"
             lines.append(f'  "{_dot_escape(node)}" [label="{_dot_escape(node)}"{style}];')
         for a, b, data in sorted(self._g.edges(data=True), key=lambda e: (e[0], e[1])):
             res = min((s.resolution for s in data["sites"]), key=_strength)
             style = "" if res in (Resolution.DIRECT, Resolution.TYPED) else ", style=dotted"
-            lines.append(f'  "{_dot_escape(a)}" -> "{_dot_escape(b)}" [label="{res.value}"{style}];')
+            lines.append(
+                f'  "{_dot_escape(a)}" -> "{_dot_escape(b)}" [label="{res.value}"{style}];'
+            )
         lines.append("}")
         return "\n".join(lines) + "\n"
 
@@ -238,7 +264,11 @@ def owner_of(resolver: Resolver, qn: str) -> str:
 
 def _add_edge(g: nx.DiGraph, edge: CallEdge, callee: Callee) -> None:
     if edge.callee not in g:
-        g.add_node(edge.callee, analysed=callee.analysed, kind="function" if callee.analysed else "external")
+        g.add_node(
+            edge.callee,
+            analysed=callee.analysed,
+            kind="function" if callee.analysed else "external",
+        )
     data = g.get_edge_data(edge.caller, edge.callee)
     if data is None:
         g.add_edge(edge.caller, edge.callee, sites=[edge])
@@ -271,6 +301,8 @@ def _json_list_chunks(items: Iterator[Any]) -> Iterator[str]:
     """A top-level list value as ``json.dumps(..., indent=2)`` writes it, item by item."""
     empty = True
     for item in items:
-        yield ("[\n    " if empty else ",\n    ") + json.dumps(item, indent=2).replace("\n", "\n    ")
+        yield ("[\n    " if empty else ",\n    ") + json.dumps(item, indent=2).replace(
+            "\n", "\n    "
+        )
         empty = False
     yield "[]" if empty else "\n  ]"

@@ -79,7 +79,9 @@ def rule(key: str) -> HazardRule | None:
 
 def _hazard(kind: str, function: str, location: Location, detail: str) -> Hazard:
     r = RULES[kind]
-    return Hazard(r.code, kind, function, location, f"{r.summary}: {detail}" if detail else r.summary)
+    return Hazard(
+        r.code, kind, function, location, f"{r.summary}: {detail}" if detail else r.summary
+    )
 
 
 def find_hazards(fx: FlagEffects, interp: Interpreter) -> list[Hazard]:
@@ -99,19 +101,30 @@ def _setter_hazards(fx: FlagEffects, interp: Interpreter, setter: Setter) -> Ite
     if setter.kind in (SetterKind.CONTEXTMANAGER, SetterKind.ASYNCCONTEXTMANAGER):
         resets = [w for w in setter.writes if sets_flag(w.kind, initial) is False]
         if not resets:
-            yield _hazard("sticky", setter.function, setter.location, f"{name} is never reset after the yield")
+            yield _hazard(
+                "sticky", setter.function, setter.location, f"{name} is never reset after the yield"
+            )
             return
         leak = _unprotected_span(scope, name, fx)
         if leak is not None:
-            yield _hazard("exception-leak", setter.function, leak, f"{name} stays set if the `with` body raises")
+            yield _hazard(
+                "exception-leak",
+                setter.function,
+                leak,
+                f"{name} stays set if the `with` body raises",
+            )
         yield from _constant_resets(setter.function, resets, name)
         return
     if setter.kind is SetterKind.CLASS:
         cls = p.method_class(setter.function)
-        exit_qn = f"{cls}.__aexit__" if setter.function.endswith("__aenter__") else f"{cls}.__exit__"
+        exit_qn = (
+            f"{cls}.__aexit__" if setter.function.endswith("__aenter__") else f"{cls}.__exit__"
+        )
         resets = [w for w in fx.writes.get(exit_qn, []) if sets_flag(w.kind, initial) is False]
         if not resets:
-            yield _hazard("sticky", setter.function, setter.location, f"{exit_qn} does not reset {name}")
+            yield _hazard(
+                "sticky", setter.function, setter.location, f"{exit_qn} does not reset {name}"
+            )
             return
         # reported on the setter (``__enter__``), pointing at the reset in ``__exit__``
         yield from _constant_resets(setter.function, resets, name)
@@ -120,20 +133,41 @@ def _setter_hazards(fx: FlagEffects, interp: Interpreter, setter: Setter) -> Ite
     after = interp.transfer.get((setter.function, False))
     param_setter = any(w.kind is ValueKind.PARAMETER for w in setter.writes)
     if param_setter or (after is not None and after[1]):
-        yield _hazard("sticky", setter.function, setter.location, f"{name} is left set when {scope.name}() returns")
+        yield _hazard(
+            "sticky",
+            setter.function,
+            setter.location,
+            f"{name} is left set when {scope.name}() returns",
+        )
         return
     resets = [w for w in setter.writes if sets_flag(w.kind, initial) is False]
     if resets:
         leak = _unprotected_span(scope, name, fx)
         if leak is not None:
-            yield _hazard("exception-leak", setter.function, leak, f"{name} stays set if a call before the reset raises")
+            yield _hazard(
+                "exception-leak",
+                setter.function,
+                leak,
+                f"{name} stays set if a call before the reset raises",
+            )
         yield from _constant_resets(setter.function, resets, name)
 
 
 def _constant_resets(function: str, resets: list, name: str) -> Iterator[Hazard]:  # type: ignore[type-arg]
     for w in resets:
-        if w.kind in (ValueKind.TRUE, ValueKind.FALSE, ValueKind.NONE, ValueKind.CONSTANT, ValueKind.DELETE):
-            yield _hazard("non-reentrant", function, w.location, f"{name} is reset to {w.text} instead of its previous value")
+        if w.kind in (
+            ValueKind.TRUE,
+            ValueKind.FALSE,
+            ValueKind.NONE,
+            ValueKind.CONSTANT,
+            ValueKind.DELETE,
+        ):
+            yield _hazard(
+                "non-reentrant",
+                function,
+                w.location,
+                f"{name} is reset to {w.text} instead of its previous value",
+            )
             return
 
 

@@ -86,12 +86,28 @@ def _run_status(quiet: bool) -> Any:
 
 
 def _common_options(f: Any) -> Any:
-    f = click.option("--exclude", multiple=True, metavar="GLOB", help="Skip paths matching GLOB (repeatable).")(f)
-    f = click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all CPUs).")(f)
-    f = click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the report to FILE.")(f)
+    f = click.option(
+        "--exclude", multiple=True, metavar="GLOB", help="Skip paths matching GLOB (repeatable)."
+    )(f)
+    f = click.option(
+        "--jobs",
+        "-j",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Worker processes (default: all CPUs).",
+    )(f)
+    f = click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Write the report to FILE.",
+    )(f)
     f = click.option("--quiet", "-q", is_flag=True, help="No progress or summary on stderr.")(f)
     f = _cache_dir_option(f)
-    f = click.option("--no-cache", is_flag=True, help="Neither read nor write the summary cache.")(f)
+    f = click.option("--no-cache", is_flag=True, help="Neither read nor write the summary cache.")(
+        f
+    )
     f = click.option(
         "--jedi-budget",
         type=click.FloatRange(min=0),
@@ -104,7 +120,9 @@ def _common_options(f: Any) -> Any:
 
 @cli.command("callgraph")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["pycg", "json", "dot"]), default="json", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["pycg", "json", "dot"]), default="json", show_default=True
+)
 @_common_options
 def callgraph_cmd(
     paths: tuple[Path, ...],
@@ -133,14 +151,18 @@ def callgraph_cmd(
     _print_diagnostics(project.diagnostics)
     if not project.summaries:
         raise FlagtraceError("no Python files to analyse in " + ", ".join(str(p) for p in paths))
-    _, graph = build_callgraph(project, jedi_budget=jedi_budget if jedi_budget is not None else config.jedi_budget)
+    _, graph = build_callgraph(
+        project, jedi_budget=jedi_budget if jedi_budget is not None else config.jedi_budget
+    )
     status.close()
     if fmt == "pycg":
         _write(json.dumps(graph.to_pycg(), indent=2) + "\n", output)
     elif fmt == "dot":
         _write(graph.to_dot(), output)
     else:
-        errors = [{"file": d.path, "line": d.line, "message": d.message} for d in project.diagnostics]
+        errors = [
+            {"file": d.path, "line": d.line, "message": d.message} for d in project.diagnostics
+        ]
         _write(graph.json_chunks(errors), output)
     if not quiet:
         stats = graph.stats()
@@ -156,10 +178,30 @@ def callgraph_cmd(
 
 @cli.command("check")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--flag", "flags", multiple=True, metavar="NAME", help="Flag to analyse: bare or qualified name (repeatable; default: [tool.flagtrace] flags).")
-@click.option("--entry", "entries", multiple=True, metavar="QUALNAME", help="Entry point to judge (repeatable); default: discover them.")
-@click.option("--read", "reads", multiple=True, metavar="QUALNAME", help="Only count reads in this function (repeatable).")
-@click.option("--format", "fmt", type=click.Choice(["rich", "json"]), default="rich", show_default=True)
+@click.option(
+    "--flag",
+    "flags",
+    multiple=True,
+    metavar="NAME",
+    help="Flag to analyse: bare or qualified name (repeatable; default: [tool.flagtrace] flags).",
+)
+@click.option(
+    "--entry",
+    "entries",
+    multiple=True,
+    metavar="QUALNAME",
+    help="Entry point to judge (repeatable); default: discover them.",
+)
+@click.option(
+    "--read",
+    "reads",
+    multiple=True,
+    metavar="QUALNAME",
+    help="Only count reads in this function (repeatable).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["rich", "json"]), default="rich", show_default=True
+)
 @_common_options
 def check_cmd(
     paths: tuple[Path, ...],
@@ -181,7 +223,9 @@ def check_cmd(
     config = _config(paths)
     flags = flags or config.flags
     if not flags:
-        raise FlagtraceError("no flag to analyse: pass --flag NAME (or set flags in [tool.flagtrace])")
+        raise FlagtraceError(
+            "no flag to analyse: pass --flag NAME (or set flags in [tool.flagtrace])"
+        )
     status = _run_status(quiet)
     report = analyze(
         [str(p) for p in paths],
@@ -212,7 +256,9 @@ def check_cmd(
                 with output.open("w", encoding="utf-8") as fh:
                     render_rich(report, Console(file=fh, width=120, no_color=True))
             except OSError as exc:
-                raise FlagtraceError(f"{output}: cannot write report: {exc.strerror or exc}") from None
+                raise FlagtraceError(
+                    f"{output}: cannot write report: {exc.strerror or exc}"
+                ) from None
         else:
             render_rich(report, Console(highlight=False))
     if fmt == "json" or output is not None:
@@ -258,7 +304,9 @@ def exit_code_for(report: object) -> ExitCode:
     assert isinstance(report, AnalysisReport)
     if report.errors:
         return ExitCode.ERROR
-    found = any(e.observes_set for f in report.flags for e in f.entries) or any(f.hazards for f in report.flags)
+    found = any(e.observes_set for f in report.flags for e in f.entries) or any(
+        f.hazards for f in report.flags
+    )
     return ExitCode.FINDINGS if found else ExitCode.CLEAN
 
 
@@ -301,7 +349,11 @@ def _with_fixed_hash_seed() -> int | None:
     available), or None to run in this process (already fixed, or no interpreter
     to start; ``FLAGTRACE_NO_REEXEC=1`` also says so).
     """
-    if sys.flags.hash_randomization == 0 or not sys.executable or os.environ.get("FLAGTRACE_NO_REEXEC"):
+    if (
+        sys.flags.hash_randomization == 0
+        or not sys.executable
+        or os.environ.get("FLAGTRACE_NO_REEXEC")
+    ):
         return None
     env = dict(os.environ, PYTHONHASHSEED="0")
     command = [sys.executable, "-c", _BOOT, *sys.argv[1:]]
@@ -325,7 +377,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if code is not None:
             return code
     try:
-        cli.main(args=list(argv) if argv is not None else None, prog_name="flagtrace", standalone_mode=False)
+        cli.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="flagtrace",
+            standalone_mode=False,
+        )
     except FlagtraceError as exc:
         click.echo(f"flagtrace: error: {exc}", err=True)
         return ExitCode.ERROR
@@ -339,7 +395,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0) if not isinstance(exc.code, str) else ExitCode.ERROR
     except KeyboardInterrupt:
         return 130
-    except (BrokenPipeError, _StdoutClosed):  # the reader of stdout went away (``flagtrace ... | head``)
+    except (
+        BrokenPipeError,
+        _StdoutClosed,
+    ):  # the reader of stdout went away (``flagtrace ... | head``)
         try:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the exit flush does not fail again
         except OSError:

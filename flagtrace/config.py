@@ -90,10 +90,14 @@ def load_config(path: Path | None) -> Config:
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, expected) or isinstance(value, bool):
-            raise ConfigError(f"{path}: [tool.flagtrace] {key} must be {_describe(expected, element)}")
+            raise ConfigError(
+                f"{path}: [tool.flagtrace] {key} must be {_describe(expected, element)}"
+            )
         if element is not None:
             if not all(isinstance(v, element) for v in value):
-                raise ConfigError(f"{path}: [tool.flagtrace] {key} must be {_describe(expected, element)}")
+                raise ConfigError(
+                    f"{path}: [tool.flagtrace] {key} must be {_describe(expected, element)}"
+                )
             value = tuple(value)
         if key == "jobs" and value < 1:
             raise ConfigError(f"{path}: [tool.flagtrace] jobs must be at least 1")

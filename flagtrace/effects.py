@@ -138,7 +138,9 @@ def find_flags(resolver: Resolver, spec: str) -> Flag:
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise FlagLookupError(f"no module-level variable named {spec!r} in the analysed code{hint}")
     names = ", ".join(sorted(c.qualname for c in candidates))
-    raise FlagLookupError(f"{spec!r} is defined in several modules ({names}); pass the qualified name")
+    raise FlagLookupError(
+        f"{spec!r} is defined in several modules ({names}); pass the qualified name"
+    )
 
 
 # --------------------------------------------------------------------------- walking flows
@@ -191,7 +193,11 @@ class FlagEffects:
         return self._write_step_kind.get(id(step))
 
     def accessor_callees(self, scope: Scope, site: int) -> list[str]:
-        return [c.qualname for c in self.resolver.site_callees.get((scope.qualname, site), ()) if c.qualname in self.accessors]
+        return [
+            c.qualname
+            for c in self.resolver.site_callees.get((scope.qualname, site), ())
+            if c.qualname in self.accessors
+        ]
 
     # -- discovery
 
@@ -286,7 +292,12 @@ class FlagEffects:
                 for step in walk(child.flow):
                     if not isinstance(step, WithBlock):
                         continue
-                    entered = [cms[c] for item in step.items for c in self._entered(child, item.expr) if c in cms]
+                    entered = [
+                        cms[c]
+                        for item in step.items
+                        for c in self._entered(child, item.expr)
+                        if c in cms
+                    ]
                     calls_wrapped = any(
                         isinstance(inner, CallStep)
                         and isinstance(child.calls[inner.site].func, NameExpr)
@@ -294,7 +305,9 @@ class FlagEffects:
                         for inner in walk(step.body)
                     )
                     if entered and calls_wrapped:
-                        out[qn] = Setter(qn, SetterKind.DECORATOR, entered[0].value, step.location, ())
+                        out[qn] = Setter(
+                            qn, SetterKind.DECORATOR, entered[0].value, step.location, ()
+                        )
         return out
 
     def _entered(self, scope: Scope, expr: object) -> list[str]:
@@ -319,7 +332,9 @@ def sets_flag(kind: ValueKind, initial: ValueKind) -> bool | None:
         return False
     if initial in (ValueKind.TRUE, ValueKind.FALSE, ValueKind.NONE):
         return kind is not initial
-    return kind is not ValueKind.CONSTANT or None  # other constants: may differ from the initial one
+    return (
+        kind is not ValueKind.CONSTANT or None
+    )  # other constants: may differ from the initial one
 
 
 def _saved_names(scope: Scope, flag: str) -> set[str]:
@@ -336,7 +351,9 @@ def _saved_names(scope: Scope, flag: str) -> set[str]:
     return out
 
 
-def _classify_write(step: WriteStep, scope: Scope, saved: set[str]) -> tuple[ValueKind, str, str | None]:
+def _classify_write(
+    step: WriteStep, scope: Scope, saved: set[str]
+) -> tuple[ValueKind, str, str | None]:
     v = step.value
     if v is None:
         return ValueKind.DELETE, "del", None

@@ -279,7 +279,12 @@ def _filter_reads(
             out.append(step)
         elif isinstance(step, WithBlock):
             out.append(
-                WithBlock(step.items, _filter_reads(step.body, module_globals, shadow), step.location, step.is_async)
+                WithBlock(
+                    step.items,
+                    _filter_reads(step.body, module_globals, shadow),
+                    step.location,
+                    step.is_async,
+                )
             )
         elif isinstance(step, TryBlock):
             out.append(
@@ -432,7 +437,9 @@ class _Indexer:
             ann = self.src.text(node.annotation.annotation)
             if node.value is not None:
                 value = self.expr(node.value)
-                self.assign(node.target, value, self.src.text(node.value), node.value, annotation=ann)
+                self.assign(
+                    node.target, value, self.src.text(node.value), node.value, annotation=ann
+                )
             else:
                 self.assign(node.target, OpaqueExpr(""), "", node, annotation=ann, store=False)
         elif isinstance(node, cst.AugAssign):
@@ -449,7 +456,9 @@ class _Indexer:
                 exc = self.expr(node.exc)
                 if isinstance(exc, (NameExpr, AttrExpr)):
                     # ``raise E`` instantiates E
-                    self.add_call(exc, (), node.exc, "<raise> " + self.src.text(node.exc, MAX_CALL_TEXT))
+                    self.add_call(
+                        exc, (), node.exc, "<raise> " + self.src.text(node.exc, MAX_CALL_TEXT)
+                    )
             if node.cause is not None:
                 self.expr(node.cause)
             self.emit(RaiseStep(self.loc(node)))
@@ -528,7 +537,10 @@ class _Indexer:
         if isinstance(target, (cst.Tuple, cst.List)):
             elements = [el.value for el in target.elements]
             values: list[Expr] | None = None
-            if isinstance(value, ContainerExpr) and value.kind in (ContainerKind.TUPLE, ContainerKind.LIST):
+            if isinstance(value, ContainerExpr) and value.kind in (
+                ContainerKind.TUPLE,
+                ContainerKind.LIST,
+            ):
                 if len(value.items) == len(elements) and not iterates:
                     values = list(value.items)
             for i, el in enumerate(elements):
@@ -546,23 +558,37 @@ class _Indexer:
             name = target.value
             self.bind(name)
             self.scope.assignments.append(
-                Assignment(Target(name=name), value, location, text, annotation, augmented, iterates)
+                Assignment(
+                    Target(name=name), value, location, text, annotation, augmented, iterates
+                )
             )
-            if self.scope.kind is not ScopeKind.MODULE and (
-                name in self.scope.globals_declared
-            ) and store:
+            if (
+                self.scope.kind is not ScopeKind.MODULE
+                and (name in self.scope.globals_declared)
+                and store
+            ):
                 self.emit(WriteStep(name, value, text, location, augmented=augmented))
             return
         if isinstance(target, cst.Attribute):
             base = self.expr(target.value, load_attr=False)
             self.scope.assignments.append(
                 Assignment(
-                    Target(base=base, attr=target.attr.value), value, location, text, annotation, augmented, iterates
+                    Target(base=base, attr=target.attr.value),
+                    value,
+                    location,
+                    text,
+                    annotation,
+                    augmented,
+                    iterates,
                 )
             )
             dotted = self.import_rooted(target.value)
             if store and dotted is not None:
-                self.emit(WriteStep(target.attr.value, value, text, location, base=dotted, augmented=augmented))
+                self.emit(
+                    WriteStep(
+                        target.attr.value, value, text, location, base=dotted, augmented=augmented
+                    )
+                )
             return
         if isinstance(target, cst.Subscript):
             base = self.expr(target.value)
@@ -570,7 +596,15 @@ class _Indexer:
             if len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
                 key = self.expr(target.slice[0].slice.value)
             self.scope.assignments.append(
-                Assignment(Target(base=base, key=key), value, location, text, annotation, augmented, iterates)
+                Assignment(
+                    Target(base=base, key=key),
+                    value,
+                    location,
+                    text,
+                    annotation,
+                    augmented,
+                    iterates,
+                )
             )
             return
         self.expr(target)
@@ -605,7 +639,9 @@ class _Indexer:
             local = _name_of(alias.asname.name) if alias.asname is not None else name
             self.add_import(ImportKind.FROM, module, name, local, alias)
 
-    def add_import(self, kind: ImportKind, module: str, name: str | None, alias: str, node: cst.CSTNode) -> None:
+    def add_import(
+        self, kind: ImportKind, module: str, name: str | None, alias: str, node: cst.CSTNode
+    ) -> None:
         if kind is not ImportKind.STAR:
             self.bind(alias)
             self.import_aliases.add(alias)
@@ -642,7 +678,12 @@ class _Indexer:
         self.define(child, node)
         self.enter_function(child, node.body, params)
 
-    def enter_function(self, child: _ScopeBuilder, body: cst.BaseSuite | cst.BaseExpression, params: tuple[Param, ...]) -> None:
+    def enter_function(
+        self,
+        child: _ScopeBuilder,
+        body: cst.BaseSuite | cst.BaseExpression,
+        params: tuple[Param, ...],
+    ) -> None:
         outer_scope, outer_guards, outer_with = self.scope, self.guards, self.with_texts
         outer_tc, outer_ig = self.type_checking, self.import_guarded
         self.scope, self.guards, self.with_texts = child, [], []
@@ -791,7 +832,9 @@ class _Indexer:
             items.append(WithItem(value, text, self.loc(item.item), alias))
             # the context-manager protocol, as implicit calls (edges only to our code)
             enter = "__aenter__" if node.asynchronous is not None else "__enter__"
-            self.add_call(AttrExpr(value, enter), (), item.item, f"<{enter}> {text[:MAX_CALL_TEXT]}")
+            self.add_call(
+                AttrExpr(value, enter), (), item.item, f"<{enter}> {text[:MAX_CALL_TEXT]}"
+            )
         self.with_texts.extend(i.text for i in items)
         try:
             body = self.block(node.body)
@@ -800,7 +843,12 @@ class _Indexer:
         self.emit(WithBlock(tuple(items), body, self.loc(node), node.asynchronous is not None))
         leave = "__aexit__" if node.asynchronous is not None else "__exit__"
         for item, with_item in zip(reversed(node.items), reversed(items)):
-            self.add_call(AttrExpr(with_item.expr, leave), (), item.item, f"<{leave}> {with_item.text[:MAX_CALL_TEXT]}")
+            self.add_call(
+                AttrExpr(with_item.expr, leave),
+                (),
+                item.item,
+                f"<{leave}> {with_item.text[:MAX_CALL_TEXT]}",
+            )
 
     def stmt_Try(self, node: cst.Try | cst.TryStar) -> None:
         catches_import = any(_handler_catches_import_error(h) for h in node.handlers)
@@ -815,7 +863,12 @@ class _Indexer:
                 self.expr(h.type)
             if h.name is not None and isinstance(h.name.name, cst.Name):
                 self.bind(h.name.name.value)
-            g = Guard(self.src.text(h.type) if h.type is not None else "BaseException", self.loc(h).line, False, "except")
+            g = Guard(
+                self.src.text(h.type) if h.type is not None else "BaseException",
+                self.loc(h).line,
+                False,
+                "except",
+            )
             with self.guard(g):
                 handlers.append(self.block(h.body))
         orelse = self.block(node.orelse.body) if node.orelse is not None else ()
@@ -853,7 +906,15 @@ class _Indexer:
         elif isinstance(pattern, cst.MatchStar) and pattern.name is not None:
             self.bind(pattern.name.value)
         for child in pattern.children:
-            if isinstance(child, (cst.MatchPattern, cst.MatchSequenceElement, cst.MatchMappingElement, cst.MatchKeywordElement)):
+            if isinstance(
+                child,
+                (
+                    cst.MatchPattern,
+                    cst.MatchSequenceElement,
+                    cst.MatchMappingElement,
+                    cst.MatchKeywordElement,
+                ),
+            ):
                 self.bind_pattern_names(child)
 
     # ---- expressions
@@ -920,7 +981,11 @@ class _Indexer:
             key = keys[0] if len(keys) == 1 else OpaqueExpr("")
             return SubscriptExpr(base, key)
         if t in (cst.List, cst.Tuple, cst.Set):
-            kind = {cst.List: ContainerKind.LIST, cst.Tuple: ContainerKind.TUPLE, cst.Set: ContainerKind.SET}[t]
+            kind = {
+                cst.List: ContainerKind.LIST,
+                cst.Tuple: ContainerKind.TUPLE,
+                cst.Set: ContainerKind.SET,
+            }[t]
             items = tuple(self.expr(el.value) for el in node.elements)  # type: ignore[attr-defined]
             return self.container(kind, items)
         if t is cst.Dict:
@@ -1144,7 +1209,8 @@ def summary_digest(summary: ModuleSummary) -> str:
 
     module_scope = dataclasses.replace(summary.scopes[0], end_line=0)
     blob = pickle.dumps(
-        dataclasses.replace(summary, lines=0, scopes=(module_scope, *summary.scopes[1:])), protocol=5
+        dataclasses.replace(summary, lines=0, scopes=(module_scope, *summary.scopes[1:])),
+        protocol=5,
     )
     return hashlib.sha256(blob).hexdigest()
 
@@ -1185,7 +1251,9 @@ def index_file(source: SourceFile, data: bytes | None = None) -> IndexResult:
             text: str | None = parseguard.decode(data)[0]
         except parseguard.SourceProblem:
             text = None
-        line, message = parseguard.syntax_error(text, exc.raw_line, exc.raw_column, str(exc.message or ""))
+        line, message = parseguard.syntax_error(
+            text, exc.raw_line, exc.raw_column, str(exc.message or "")
+        )
         return problem(line, message)
     except RecursionError:
         return problem(None, "nesting too deep to analyse (the recursion limit was reached)")
@@ -1232,7 +1300,9 @@ def _summarize_guarded(source: SourceFile, data: bytes) -> ModuleSummary:
     return summary
 
 
-def _index_chunk(chunk: list[tuple[SourceFile, bytes | None, str | None]], cache: Any = None) -> list[IndexResult]:
+def _index_chunk(
+    chunk: list[tuple[SourceFile, bytes | None, str | None]], cache: Any = None
+) -> list[IndexResult]:
     """Index a chunk (in a worker); with a cache, store each result that has a key."""
     results = []
     for source, data, key in chunk:
@@ -1305,7 +1375,9 @@ def index_many(
     todo: list[tuple[int, bytes | None, str | None]] = []
     if cache is not None and cache.enabled:
         with _gc_paused():
-            for i, (content, key) in enumerate(keyed if keyed is not None else read_keyed(sources, cache)):
+            for i, (content, key) in enumerate(
+                keyed if keyed is not None else read_keyed(sources, cache)
+            ):
                 if key is None:
                     todo.append((i, None, None))  # index_file reports it
                     continue
@@ -1339,9 +1411,12 @@ def index_many(
     chunk_size = max(1, min(16, len(todo) // (jobs * 8) or 1))
     chunks = [todo[i : i + chunk_size] for i in range(0, len(todo), chunk_size)]
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
-    with _gc_paused(), concurrent.futures.ProcessPoolExecutor(
-        max_workers=jobs, mp_context=ctx, initializer=gc.enable
-    ) as pool:
+    with (
+        _gc_paused(),
+        concurrent.futures.ProcessPoolExecutor(
+            max_workers=jobs, mp_context=ctx, initializer=gc.enable
+        ) as pool,
+    ):
         futures = {
             pool.submit(_index_chunk, [(sources[i], data, key) for i, data, key in c], cache): c
             for c in chunks
@@ -1371,17 +1446,28 @@ def index_many(
             except concurrent.futures.process.BrokenProcessPool:
                 solo.shutdown(wait=True)
                 solo = None
-                r = IndexResult(sources[i], None, Diagnostic(
-                    sources[i].path, None, "the parser crashed on this file (its worker process died); skipped"
-                ))
+                r = IndexResult(
+                    sources[i],
+                    None,
+                    Diagnostic(
+                        sources[i].path,
+                        None,
+                        "the parser crashed on this file (its worker process died); skipped",
+                    ),
+                )
             except Exception as exc:
                 if os.environ.get("FLAGTRACE_DEBUG"):
                     raise
-                r = IndexResult(sources[i], None, Diagnostic(
-                    sources[i].path, None,
-                    f"internal error in flagtrace on this file: {type(exc).__name__}: "
-                    f"{' '.join(str(exc).split())} (set FLAGTRACE_DEBUG=1 for a traceback, and please report it)",
-                ))
+                r = IndexResult(
+                    sources[i],
+                    None,
+                    Diagnostic(
+                        sources[i].path,
+                        None,
+                        f"internal error in flagtrace on this file: {type(exc).__name__}: "
+                        f"{' '.join(str(exc).split())} (set FLAGTRACE_DEBUG=1 for a traceback, and please report it)",
+                    ),
+                )
             out[i] = r
             if on_result is not None:
                 on_result(r)

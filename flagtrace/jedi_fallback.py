@@ -103,7 +103,9 @@ def settle(
             if target is None:
                 continue
             result.edges.append(
-                CallEdge(call.caller, target, call.location, Resolution.JEDI, (), call.site, call.text)
+                CallEdge(
+                    call.caller, target, call.location, Resolution.JEDI, (), call.site, call.text
+                )
             )
             result.settled_sites.add((scope_qn, call.site))
     return result

@@ -58,6 +58,7 @@ def record(cls: type[_T] | None = None, *, order: bool = False) -> Any:
 
     return wrap if cls is None else wrap(cls)
 
+
 # --------------------------------------------------------------------------
 # Locations and files
 

@@ -105,7 +105,9 @@ class Interpreter:
         self.setter_uses: list[tuple[str, Location]] | None = None  # filled on demand by verdicts
         self._protected_memo: dict[str, bool] = {}
         self._reading: set[str] | None = None  # transfers read by the run in progress
-        self._site_memo: dict[tuple[str, int], tuple[object, tuple[bool, tuple[str, ...], tuple[str, ...]]]] = {}
+        self._site_memo: dict[
+            tuple[str, int], tuple[object, tuple[bool, tuple[str, ...], tuple[str, ...]]]
+        ] = {}
         self._compute_transfers()
 
     # ---------------------------------------------------------------- transfers
@@ -198,18 +200,34 @@ class Interpreter:
         graph.add_nodes_from(sorted(self.writers))
         for (qn, _), callees in self.site_callees.items():
             if qn in self.writers:
-                graph.add_edges_from((qn, c.qualname) for c in callees if c.qualname in self.writers and c.qualname != qn)
+                graph.add_edges_from(
+                    (qn, c.qualname)
+                    for c in callees
+                    if c.qualname in self.writers and c.qualname != qn
+                )
         condensed = nx.condensation(graph)
         order: list[str] = []
-        for component in reversed(list(nx.lexicographical_topological_sort(condensed, key=lambda c: min(condensed.nodes[c]["members"])))):
+        for component in reversed(
+            list(
+                nx.lexicographical_topological_sort(
+                    condensed, key=lambda c: min(condensed.nodes[c]["members"])
+                )
+            )
+        ):
             order.extend(sorted(condensed.nodes[component]["members"]))
         return order
 
     def is_cm(self, qn: str) -> bool:
         scope = self.p.scopes.get(qn)
-        return scope is not None and scope.is_generator and any(t.endswith("contextmanager") for t in scope.decorator_texts)
+        return (
+            scope is not None
+            and scope.is_generator
+            and any(t.endswith("contextmanager") for t in scope.decorator_texts)
+        )
 
-    def _site_callees(self, qualname: str, site: int) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
+    def _site_callees(
+        self, qualname: str, site: int
+    ) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
         """A call site's callees as the transfers see them, memoised (a by-name
         site can have hundreds): whether some analysed callee cannot change the
         flag (the state passes through it), the analysed callees that can (not
@@ -257,7 +275,11 @@ class Interpreter:
             set_ = any(o[1] for o in outs)
             origin = state.origin
             if set_ and state.unset and self._transfer(qn, False)[1]:
-                origin = origin if state.set else SetEvent("set", scope.qualname, call.location, qn, call.text)
+                origin = (
+                    origin
+                    if state.set
+                    else SetEvent("set", scope.qualname, call.location, qn, call.text)
+                )
             result = join(result, State(unset, set_, origin if set_ else None))
         return result if result is not None else state
 
@@ -278,7 +300,9 @@ class Interpreter:
         if self.p.method_class(qn) is not None and names:
             names = names[1:]
         for i, arg in enumerate(call.args):
-            if arg.keyword == param or (arg.keyword is None and i < len(names) and names[i] == param):
+            if arg.keyword == param or (
+                arg.keyword is None and i < len(names) and names[i] == param
+            ):
                 value = arg.value
         initial = self.fx.flag.initial_kind
         if isinstance(value, ConstExpr):
@@ -294,7 +318,13 @@ class Interpreter:
 
     # ---------------------------------------------------------------- bodies
 
-    def run(self, scope: Scope, entry: State, resume: State | None = None, on_call: Callable[[int, State], None] | None = None) -> Run:
+    def run(
+        self,
+        scope: Scope,
+        entry: State,
+        resume: State | None = None,
+        on_call: Callable[[int, State], None] | None = None,
+    ) -> Run:
         out = Run()
         ctx = _Ctx(scope, entry, resume, out)
         end = self._block(scope.flow, entry, ctx)
@@ -335,7 +365,9 @@ class Interpreter:
             if w.kind is ValueKind.RESTORE:
                 return ctx.entry
             sets = sets_flag(w.kind, self.fx.flag.initial_kind)
-            event = SetEvent("set", scope.qualname, w.location, scope.qualname, f"{self.fx.flag.name} = {w.text}")
+            event = SetEvent(
+                "set", scope.qualname, w.location, scope.qualname, f"{self.fx.flag.name} = {w.text}"
+            )
             if sets is True:
                 return State(False, True, event)
             if sets is False:
@@ -361,7 +393,9 @@ class Interpreter:
             assert isinstance(step, TryBlock)
             raised: list[State] = []
 
-            def through_try(st: State, exceptional: bool, fb: tuple[Flow, ...] = step.finalbody) -> State | None:
+            def through_try(
+                st: State, exceptional: bool, fb: tuple[Flow, ...] = step.finalbody
+            ) -> State | None:
                 if exceptional and step.handlers:
                     raised.append(st)  # an except clause here may catch it
                 return self._block(fb, st, ctx) if fb else st
@@ -405,7 +439,9 @@ class Interpreter:
     def _with(self, step: WithBlock, state: State, ctx: _Ctx) -> State | None:
         scope = ctx.scope
         inside = state
-        exits: list[tuple[str, State, str]] = []  # (kind, state before, qualname) to undo after the body
+        exits: list[
+            tuple[str, State, str]
+        ] = []  # (kind, state before, qualname) to undo after the body
         for item in step.items:
             for kind, qn in self._context_managers(scope, item.expr):
                 before = inside
@@ -414,7 +450,9 @@ class Interpreter:
                     now = run.yields if run.yields is not None else before
                 else:  # class-based: __enter__'s transfer
                     now = self._apply_function(qn, before)
-                inside = self._entered_state(before, now, scope.qualname, step.location, qn, item.text)
+                inside = self._entered_state(
+                    before, now, scope.qualname, step.location, qn, item.text
+                )
                 exits.append((kind, before, qn))
 
         def leave(end: State, exceptional: bool = False) -> State:
@@ -425,7 +463,9 @@ class Interpreter:
                     run = self.run(self.p.scopes[qn], before, resume=end)
                     end = run.exit if run.exit is not None else end
                 else:
-                    exit_qn = qn.rpartition(".")[0] + (".__aexit__" if qn.endswith("__aenter__") else ".__exit__")
+                    exit_qn = qn.rpartition(".")[0] + (
+                        ".__aexit__" if qn.endswith("__aenter__") else ".__exit__"
+                    )
                     end = self._apply_function(exit_qn, end)
             return end
 
@@ -485,18 +525,26 @@ class Interpreter:
         if isinstance(item.expr, CallExpr):
             for c in self.site_callees.get((scope.qualname, item.expr.site), ()):
                 target = self.p.scopes.get(c.qualname)
-                if target is not None and target.is_generator and _catches_around_yield(target.flow):
+                if (
+                    target is not None
+                    and target.is_generator
+                    and _catches_around_yield(target.flow)
+                ):
                     return True
         for v in resolver.eval(scope.qualname, item.expr):
             if v[0] != "i":
                 continue
-            for m in resolver.class_attribute(v[1], "__exit__") | resolver.class_attribute(v[1], "__aexit__"):
+            for m in resolver.class_attribute(v[1], "__exit__") | resolver.class_attribute(
+                v[1], "__aexit__"
+            ):
                 exit_scope = self.p.scopes.get(m[1]) if m[0] == "f" else None
                 if exit_scope is None:
                     continue
                 for st in _walk(exit_scope.flow):
                     if isinstance(st, Ret) and st.value is not None:
-                        if not (isinstance(st.value, ConstExpr) and st.value.value in ("False", "None")):
+                        if not (
+                            isinstance(st.value, ConstExpr) and st.value.value in ("False", "None")
+                        ):
                             return True
         return False
 
@@ -515,7 +563,12 @@ class Interpreter:
             unset, set_ = any(o[0] for o in outs), any(o[1] for o in outs)
             if set_ and not state.set:
                 call = scope.calls[site]
-                exc = join(exc, State(unset, True, SetEvent("set", scope.qualname, call.location, qn, call.text)))
+                exc = join(
+                    exc,
+                    State(
+                        unset, True, SetEvent("set", scope.qualname, call.location, qn, call.text)
+                    ),
+                )
             elif unset or set_:
                 exc = join(exc, State(unset, set_, state.origin))
         if exc is None:
@@ -541,7 +594,9 @@ class Interpreter:
                     out.append(("cm", c.qualname))
         for v in self.fx.resolver.eval(scope.qualname, expr):  # type: ignore[arg-type]
             if v[0] == "i":
-                for m in self.fx.resolver.class_attribute(v[1], "__enter__") | self.fx.resolver.class_attribute(v[1], "__aenter__"):
+                for m in self.fx.resolver.class_attribute(
+                    v[1], "__enter__"
+                ) | self.fx.resolver.class_attribute(v[1], "__aenter__"):
                     if m[0] == "f" and m[1] in self.writers:
                         out.append(("class", m[1]))
         return out
@@ -552,7 +607,11 @@ class Interpreter:
         func = call.func
         from flagtrace.model import AttrExpr
 
-        if not (isinstance(func, AttrExpr) and func.attr in ("enter_context", "enter_async_context") and call.args):
+        if not (
+            isinstance(func, AttrExpr)
+            and func.attr in ("enter_context", "enter_async_context")
+            and call.args
+        ):
             return None
         now = state
         for kind, qn in self._context_managers(scope, call.args[0].value):
@@ -567,7 +626,10 @@ class Interpreter:
 
     def _is_exit_stack(self, scope: Scope, expr: object) -> bool:
         if isinstance(expr, CallExpr):
-            return any(c.qualname.endswith("ExitStack") for c in self.site_callees.get((scope.qualname, expr.site), ()))
+            return any(
+                c.qualname.endswith("ExitStack")
+                for c in self.site_callees.get((scope.qualname, expr.site), ())
+            )
         return False
 
 
@@ -589,7 +651,9 @@ def _yield_protected(flow: tuple[Flow, ...], fx: FlagEffects, protected: bool = 
         elif isinstance(step, WithBlock):
             result &= _yield_protected(step.body, fx, protected)
         elif isinstance(step, Branch):
-            result &= _yield_protected(step.body, fx, protected) and _yield_protected(step.orelse, fx, protected)
+            result &= _yield_protected(step.body, fx, protected) and _yield_protected(
+                step.orelse, fx, protected
+            )
     return result
 
 
@@ -617,13 +681,18 @@ def _catches_around_yield(flow: tuple[Flow, ...], inside: bool = False) -> bool:
         if isinstance(step, TryBlock):
             if _catches_around_yield(step.body, inside or bool(step.handlers)):
                 return True
-            if any(_catches_around_yield(b, inside) for b in (*step.handlers, step.orelse, step.finalbody)):
+            if any(
+                _catches_around_yield(b, inside)
+                for b in (*step.handlers, step.orelse, step.finalbody)
+            ):
                 return True
         elif isinstance(step, WithBlock):
             if _catches_around_yield(step.body, inside):
                 return True
         elif isinstance(step, Branch):
-            if _catches_around_yield(step.body, inside) or _catches_around_yield(step.orelse, inside):
+            if _catches_around_yield(step.body, inside) or _catches_around_yield(
+                step.orelse, inside
+            ):
                 return True
     return False
 
@@ -691,7 +760,9 @@ Node = tuple[str, tuple[bool, bool]]
 class Reach:
     """Searches the (function, state-on-entry) graph, memoising body runs."""
 
-    def __init__(self, interp: Interpreter, graph: CallGraph, reads: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self, interp: Interpreter, graph: CallGraph, reads: frozenset[str] = frozenset()
+    ) -> None:
         self.reads = reads  # only reads in these functions count (empty: all)
         self.i = interp
         self.graph = graph
@@ -699,7 +770,9 @@ class Reach:
         self.can_read = self._can_read()
         self._expanded: dict[Node, tuple[list[tuple[Node, Hop]], list[ReadHit]]] = {}
         self._costs: dict[Node, list[tuple[Node, Hop, int]]] = {}
-        self._settled: set[Node] = set()  # nodes whose distance is final (absent from _dist: no read)
+        self._settled: set[Node] = (
+            set()
+        )  # nodes whose distance is final (absent from _dist: no read)
         self._dist: dict[Node, tuple[int, int]] = {}
 
     def _can_read(self) -> set[str]:
@@ -754,9 +827,19 @@ class Reach:
                     if not c.analysed or c.qualname not in self.p.scopes:
                         continue
                     callee_scope = self.p.scopes[c.qualname]
-                    if callee_scope.kind is ScopeKind.CLASS or not self._worth_following(c.qualname, state):
+                    if callee_scope.kind is ScopeKind.CLASS or not self._worth_following(
+                        c.qualname, state
+                    ):
                         continue
-                    hop = Hop(qn, c.qualname, call.location, c.resolution, call.guards, call.text, state.origin)
+                    hop = Hop(
+                        qn,
+                        c.qualname,
+                        call.location,
+                        c.resolution,
+                        call.guards,
+                        call.text,
+                        state.origin,
+                    )
                     edges.append(((c.qualname, state.key), hop))
             for location, via, state in run.reads:
                 if state.set and (not self.reads or qn in self.reads):
@@ -765,7 +848,20 @@ class Reach:
             for child in scope.children:
                 cs = self.p.scopes.get(child)
                 if cs is not None and cs.kind is ScopeKind.CLASS:
-                    edges.append(((child, (unset, set_)), Hop(qn, child, cs.location, Resolution.DIRECT, (), "class " + cs.name, None)))
+                    edges.append(
+                        (
+                            (child, (unset, set_)),
+                            Hop(
+                                qn,
+                                child,
+                                cs.location,
+                                Resolution.DIRECT,
+                                (),
+                                "class " + cs.name,
+                                None,
+                            ),
+                        )
+                    )
         self._expanded[node] = (edges, hits)
         return edges, hits
 
@@ -894,7 +990,11 @@ def sticky_sites(interp: Interpreter) -> list[tuple[str, int, str]]:
         if scope.kind is ScopeKind.CLASS or scope.calls[site].text.startswith(("<", "@")):
             continue  # implicit protocol calls (with-enter/exit) are the with-block's business
         setter = next(
-            (c.qualname for c in callees if c.qualname in interp.writers and not interp.is_cm(c.qualname)),
+            (
+                c.qualname
+                for c in callees
+                if c.qualname in interp.writers and not interp.is_cm(c.qualname)
+            ),
             None,
         )
         # once per site: the state after the call joins all its callees already

@@ -126,7 +126,9 @@ class Program:
 
     def __init__(self, summaries: Iterable[ModuleSummary]) -> None:
         self.modules: dict[str, ModuleSummary] = {}
-        self.locals: dict[str, frozenset[str]] = {}  # names bound in each scope (tuples are O(n) to search)
+        self.locals: dict[
+            str, frozenset[str]
+        ] = {}  # names bound in each scope (tuples are O(n) to search)
         self.scopes: dict[str, Scope] = {}
         # a function's parameter names: most variables read in a function are not
         # parameters, and scanning the parameters for each was 6% of resolution
@@ -159,7 +161,9 @@ class Program:
             for a in scope.assignments:
                 t = a.target
                 if t.name is not None:
-                    self.assigns[(qn, t.name)].append(_iter_marker(a.value) if a.iterates else a.value)
+                    self.assigns[(qn, t.name)].append(
+                        _iter_marker(a.value) if a.iterates else a.value
+                    )
                     if a.annotation:
                         self.annotations[(qn, t.name)].append(a.annotation)
                 elif t.attr is not None and t.base is not None:
@@ -180,7 +184,9 @@ class Program:
                         key = _key_text(site.args[0].value)
                         self.container_stores.append((qn, func.base, key, site.args[1].value))
                     elif func.attr == "extend":
-                        self.container_stores.append((qn, func.base, None, _iter_marker(site.args[0].value)))
+                        self.container_stores.append(
+                            (qn, func.base, None, _iter_marker(site.args[0].value))
+                        )
                     else:
                         self.container_stores.append((qn, func.base, None, site.args[-1].value))
             for imp in scope.imports:
@@ -234,7 +240,9 @@ class Resolver:
         self._scope_memo: dict[tuple[str, str], str | None] = {}
         self._direct_memo: dict[tuple[str, str], bool] = {}
         self._annotation_memo: dict[tuple[str, str], frozenset[Value]] = {}
-        self.resolved_empty: set[tuple[str, int]] = set()  # sites that call nothing of ours, knowingly
+        self.resolved_empty: set[tuple[str, int]] = (
+            set()
+        )  # sites that call nothing of ours, knowingly
         self._mro: dict[str, tuple[str, ...]] = {}
         # container displays seen so far (values of earlier rounds refer to them)
         self._containers: dict[int | str, tuple[str, ContainerExpr]] = {}
@@ -356,7 +364,9 @@ class Resolver:
                     # subclass of a library class that defines the method, they made
                     # every ``forward(hidden_states)`` hold every other's values
                     if bound_self == ("bound",):
-                        bound_self = receiver if receiver is not None and receiver[0] == "i" else ("bound",)
+                        bound_self = (
+                            receiver if receiver is not None and receiver[0] == "i" else ("bound",)
+                        )
                     if arg_values is None:  # once per site, not once per callee
                         arg_values = [self.eval(qn, arg.value) for arg in site.args]
                     bindings.extend(self._bind_arguments(fn, site, bound_self, arg_values))
@@ -388,7 +398,9 @@ class Resolver:
         receivers = self.eval(qn, func.base)
         return bool(receivers) and all(r[0] in ("k", "b", "g") for r in receivers)
 
-    def _callee_values(self, qn: str, index: int, site: CallSite) -> tuple[list[Target], str | None]:
+    def _callee_values(
+        self, qn: str, index: int, site: CallSite
+    ) -> tuple[list[Target], str | None]:
         """Values the callee expression evaluates to, each with its layer and the
         receiver it was looked up on, and the method name for by-name dispatch
         when the receiver is unknown."""
@@ -487,13 +499,20 @@ class Resolver:
         scope = self.p.scopes.get(scope_qn)
         if scope is not None and any(p.name == name for p in scope.params):
             return False
-        return bool(exprs) and all(isinstance(e, (FunctionRefExpr, CallExpr)) for e in exprs) and all(
-            not isinstance(e, CallExpr) or self._is_decorator_site(scope_qn, e.site) for e in exprs
+        return (
+            bool(exprs)
+            and all(isinstance(e, (FunctionRefExpr, CallExpr)) for e in exprs)
+            and all(
+                not isinstance(e, CallExpr) or self._is_decorator_site(scope_qn, e.site)
+                for e in exprs
+            )
         )
 
     def _is_decorator_site(self, qn: str, site: int) -> bool:
         scope = self.p.scopes.get(qn)
-        return scope is not None and site < len(scope.calls) and scope.calls[site].text.startswith("@")
+        return (
+            scope is not None and site < len(scope.calls) and scope.calls[site].text.startswith("@")
+        )
 
     def _call_targets(self, value: Value) -> Iterator[tuple[str, bool, Value | None, str | None]]:
         """(callee name, analysed?, bound self value, function qualname) for calling ``value``."""
@@ -521,7 +540,11 @@ class Resolver:
                     yield v[1], True, value, v[1]
             if not found and any(b in _CALL_PROTOCOLS for b in self._external_bases_of(value[1])):
                 # torch.nn.Module.__call__ runs forward()
-                method = next(_CALL_PROTOCOLS[b] for b in self._external_bases_of(value[1]) if b in _CALL_PROTOCOLS)
+                method = next(
+                    _CALL_PROTOCOLS[b]
+                    for b in self._external_bases_of(value[1])
+                    if b in _CALL_PROTOCOLS
+                )
                 for v in self.class_attribute(value[1], method):
                     if v[0] == "f":
                         yield v[1], True, value, v[1]
@@ -712,7 +735,10 @@ class Resolver:
         first = True
         while scope is not None:
             if scope.kind is ScopeKind.MODULE:
-                if name in self.p.locals[scope.qualname] or (scope.qualname, name) in self.p.imports:
+                if (
+                    name in self.p.locals[scope.qualname]
+                    or (scope.qualname, name) in self.p.imports
+                ):
                     return scope.qualname
                 for star_module in self.p.star_imports.get(scope.qualname, ()):
                     if self._module_binds(star_module, name):
@@ -720,7 +746,9 @@ class Resolver:
                 return None
             if name in scope.globals_declared:
                 return self.p.module_of.get(scope.qualname)
-            if (first or scope.kind is not ScopeKind.CLASS) and name in self.p.locals[scope.qualname]:
+            if (first or scope.kind is not ScopeKind.CLASS) and name in self.p.locals[
+                scope.qualname
+            ]:
                 return scope.qualname
             first = False
             scope = self.p.scopes.get(scope.parent) if scope.parent else None
@@ -825,8 +853,16 @@ class Resolver:
 
     def import_value(self, imp: Import) -> frozenset[Value]:
         if imp.kind is ImportKind.MODULE:
-            if imp.alias == imp.module or "." not in imp.module or imp.alias == imp.module.split(".")[0]:
-                target = imp.module.split(".")[0] if imp.alias == imp.module.split(".")[0] else imp.module
+            if (
+                imp.alias == imp.module
+                or "." not in imp.module
+                or imp.alias == imp.module.split(".")[0]
+            ):
+                target = (
+                    imp.module.split(".")[0]
+                    if imp.alias == imp.module.split(".")[0]
+                    else imp.module
+                )
             else:
                 target = imp.module
             return frozenset({("m", target) if self.p.is_module(target) else ("x", target)})
@@ -878,7 +914,10 @@ class Resolver:
             for cls in mro[1:]:
                 members = self._own_member(cls, attr)
                 if members:
-                    out |= {("f", v[1], 1) if v[0] == "f" and not self._is_static(v[1]) else v for v in members}
+                    out |= {
+                        ("f", v[1], 1) if v[0] == "f" and not self._is_static(v[1]) else v
+                        for v in members
+                    }
                     break
             else:
                 for ext in self._external_bases.get(value[1], ()):
@@ -909,7 +948,9 @@ class Resolver:
                 stores = [
                     (scope_qn, value, ann)
                     for scope_qn, base, value, ann in self.p.field_assigns.get(attr, ())
-                    if any(b[0] == "i" and b[1] in mro_set for b in self._field_base(scope_qn, base))
+                    if any(
+                        b[0] == "i" and b[1] in mro_set for b in self._field_base(scope_qn, base)
+                    )
                 ]
             else:
                 seen: set[int] = set()
@@ -1084,7 +1125,9 @@ class Resolver:
                     if decorator and site.args:
                         out |= self.eval(qn, site.args[0].value)
                     elif _looks_like_class(value[1]):
-                        out.add(value)  # an instance of a library class: ext.Cls().fun -> ext.Cls.fun
+                        out.add(
+                            value
+                        )  # an instance of a library class: ext.Cls().fun -> ext.Cls.fun
                 elif kind == "b":
                     if value[1] in _PASSTHROUGH_BUILTINS and site.args:
                         out |= self.eval(qn, site.args[0].value)

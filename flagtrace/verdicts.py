@@ -33,7 +33,9 @@ class EntryError(Exception):
     """An ``--entry`` that names no function in the analysed code."""
 
 
-def discover_entries(resolver: Resolver, graph: CallGraph, configured: Sequence[str] = ()) -> list[str]:
+def discover_entries(
+    resolver: Resolver, graph: CallGraph, configured: Sequence[str] = ()
+) -> list[str]:
     """Functions nobody in the analysed code calls, modules with a ``__main__``
     block, and configured entries."""
     p = resolver.p
@@ -57,7 +59,9 @@ def check_entry(resolver: Resolver, entry: str) -> str:
 
     close = difflib.get_close_matches(entry, list(resolver.p.scopes), n=3, cutoff=0.75)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
-    raise EntryError(f"entry point {entry!r} is not a function or module in the analysed code{hint}")
+    raise EntryError(
+        f"entry point {entry!r} is not a function or module in the analysed code{hint}"
+    )
 
 
 def analyse_flag(
@@ -75,7 +79,13 @@ def analyse_flag(
     for h in hazards:
         by_setter.setdefault(_setter_key(fx, h.function), []).append(h.kind)
     setters = tuple(
-        SetterFinding(s.function, s.kind.value, _shown_value(s.value), s.location, tuple(sorted(set(by_setter.get(s.function, [])))))
+        SetterFinding(
+            s.function,
+            s.kind.value,
+            _shown_value(s.value),
+            s.location,
+            tuple(sorted(set(by_setter.get(s.function, [])))),
+        )
         for s in sorted(fx.setters.values(), key=lambda s: s.function)
     )
     readers = _readers(fx)
@@ -141,7 +151,9 @@ def _readers(fx: FlagEffects) -> tuple[ReaderFinding, ...]:
             if c.qualname in fx.accessors:
                 out.append(ReaderFinding(_owner(fx, qn), scope.calls[site].location, c.qualname))
     unique = {(r.function, r.location, r.via): r for r in out}
-    return tuple(sorted(unique.values(), key=lambda r: (r.location.path, r.location.line, r.function)))
+    return tuple(
+        sorted(unique.values(), key=lambda r: (r.location.path, r.location.line, r.function))
+    )
 
 
 def _owner(fx: FlagEffects, qn: str) -> str:
@@ -159,18 +171,32 @@ def _preset(interp: Interpreter, graph: CallGraph) -> tuple[list[WitnessStep], b
         # leaves the flag set for every other entry
         for qn in sorted(interp.writers):
             scope = interp.p.scopes.get(qn)
-            if scope is None or scope.kind is ScopeKind.CLASS or interp.is_cm(qn) or scope.name in ("__enter__", "__aenter__"):
+            if (
+                scope is None
+                or scope.kind is ScopeKind.CLASS
+                or interp.is_cm(qn)
+                or scope.name in ("__enter__", "__aenter__")
+            ):
                 continue
-            leaves_set = interp.transfer.get((qn, False), (True, False))[1] or interp.raise_transfer.get((qn, False), (False, False))[1]
+            leaves_set = (
+                interp.transfer.get((qn, False), (True, False))[1]
+                or interp.raise_transfer.get((qn, False), (False, False))[1]
+            )
             if leaves_set and not graph.callers(qn):
                 # an entry nobody calls that returns, or raises, with the flag set
                 run = interp.run(scope, UNSET)
                 ends = join(run.exit, run.raised)
                 ev = ends.origin if ends is not None else None
                 if ev is not None:
-                    return [WitnessStep(ev.kind, ev.function, ev.location, ev.via, None, None, ev.text, True)], True
+                    return [
+                        WitnessStep(
+                            ev.kind, ev.function, ev.location, ev.via, None, None, ev.text, True
+                        )
+                    ], True
                 where = next((w.location for w in fx_writes(interp, qn)), scope.location)
-                return [WitnessStep("set", qn, where, qn, None, None, f"{scope.name}()", True)], True
+                return [
+                    WitnessStep("set", qn, where, qn, None, None, f"{scope.name}()", True)
+                ], True
         return [], False
     p = interp.p
     caller, site, setter = sites[0]
@@ -186,8 +212,30 @@ def _preset(interp: Interpreter, graph: CallGraph) -> tuple[list[WitnessStep], b
     if path:
         for a, b in zip(path, path[1:]):
             e = graph.sites(a, b)[0]
-            steps.append(WitnessStep("call", a, e.location, b, e.resolution.value, _guards(interp, a, e.guards), e.text, True))
-    steps.append(WitnessStep("set", caller, call.location, setter, None, _guards(interp, caller, call.guards), call.text, True))
+            steps.append(
+                WitnessStep(
+                    "call",
+                    a,
+                    e.location,
+                    b,
+                    e.resolution.value,
+                    _guards(interp, a, e.guards),
+                    e.text,
+                    True,
+                )
+            )
+    steps.append(
+        WitnessStep(
+            "set",
+            caller,
+            call.location,
+            setter,
+            None,
+            _guards(interp, caller, call.guards),
+            call.text,
+            True,
+        )
+    )
     return steps, True
 
 
@@ -230,7 +278,9 @@ def _verdict(
 def _witness_steps(interp: Interpreter, w: Witness) -> list[WitnessStep]:
     out: list[WitnessStep] = []
     for hop in w.hops:
-        if hop.set_here is not None and not any(s.step in ("enter", "set") and s.location == hop.set_here.location for s in out):
+        if hop.set_here is not None and not any(
+            s.step in ("enter", "set") and s.location == hop.set_here.location for s in out
+        ):
             ev = hop.set_here
             out.append(WitnessStep(ev.kind, ev.function, ev.location, ev.via, None, None, ev.text))
         out.append(
@@ -288,7 +338,11 @@ def _setter_uses(fx: FlagEffects, interp: Interpreter) -> list[tuple[str, Locati
     from flagtrace.effects import SetterKind, walk
     from flagtrace.model import AttrExpr, CallStep, WithBlock
 
-    plain = {s.function for s in fx.setters.values() if s.kind in (SetterKind.FUNCTION, SetterKind.DECORATOR)}
+    plain = {
+        s.function
+        for s in fx.setters.values()
+        if s.kind in (SetterKind.FUNCTION, SetterKind.DECORATOR)
+    }
     uses: list[tuple[str, Location]] = []
     for qn, scope in interp.p.scopes.items():
         if scope.kind is ScopeKind.CLASS:
@@ -303,7 +357,11 @@ def _setter_uses(fx: FlagEffects, interp: Interpreter) -> list[tuple[str, Locati
                 callees = {c.qualname for c in interp.site_callees.get((qn, step.site), ())}
                 if callees & plain:
                     uses.append((qn, call.location))
-                elif isinstance(call.func, AttrExpr) and call.func.attr == "enter_context" and call.args:
+                elif (
+                    isinstance(call.func, AttrExpr)
+                    and call.func.attr == "enter_context"
+                    and call.args
+                ):
                     if interp._context_managers(scope, call.args[0].value):
                         uses.append((qn, call.location))
     return uses
@@ -323,7 +381,9 @@ def _unparen(text: str) -> str:
     return t
 
 
-def _never(fx: FlagEffects, interp: Interpreter, reach: Reach, graph: CallGraph, entry: str) -> EntryVerdict:
+def _never(
+    fx: FlagEffects, interp: Interpreter, reach: Reach, graph: CallGraph, entry: str
+) -> EntryVerdict:
     reachable = reach.reachable_functions(entry, (True, False))
     setters = sorted(fx.setters)
     name = fx.flag.name
@@ -348,7 +408,8 @@ def _never(fx: FlagEffects, interp: Interpreter, reach: Reach, graph: CallGraph,
             entry,
             False,
             "unresolved-calls",
-            reason + f"; {len(unresolved)} call{'s' if len(unresolved) != 1 else ''} on the way could not be resolved",
+            reason
+            + f"; {len(unresolved)} call{'s' if len(unresolved) != 1 else ''} on the way could not be resolved",
             (),
             len(unresolved),
             tuple(u.location for u in unresolved[:MAX_UNRESOLVED_SHOWN]),

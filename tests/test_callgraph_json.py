@@ -25,7 +25,22 @@ def _document_via_api(path: Path) -> str:
 
 
 def _document_via_cli(path: Path, out: Path) -> tuple[int, str]:
-    code = main(["callgraph", str(path), "--format", "json", "-o", str(out), "--no-cache", "-q", "-j", "1", "--jedi-budget", "0"])
+    code = main(
+        [
+            "callgraph",
+            str(path),
+            "--format",
+            "json",
+            "-o",
+            str(out),
+            "--no-cache",
+            "-q",
+            "-j",
+            "1",
+            "--jedi-budget",
+            "0",
+        ]
+    )
     return code, out.read_text(encoding="utf-8")
 
 
@@ -86,6 +101,17 @@ class _ClosedPipe:
 def test_a_reader_that_goes_away_is_not_reported_as_findings(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
     """click turns EPIPE into exit code 1, which means findings; it must be 2, without a traceback."""
     monkeypatch.setattr("sys.stdout", _ClosedPipe())
-    code = main(["callgraph", str(FIXTURES / "flags" / "sglang_story"), "--no-cache", "-q", "-j", "1", "--jedi-budget", "0"])
+    code = main(
+        [
+            "callgraph",
+            str(FIXTURES / "flags" / "sglang_story"),
+            "--no-cache",
+            "-q",
+            "-j",
+            "1",
+            "--jedi-budget",
+            "0",
+        ]
+    )
     assert code == 2
     assert "Traceback" not in capsys.readouterr().err

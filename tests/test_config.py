@@ -65,7 +65,9 @@ def test_no_table_means_defaults(tmp_path: Path) -> None:
         ("[tool.flagtrace\n", "invalid TOML"),
     ],
 )
-def test_a_bad_config_is_one_clear_error_naming_the_file(tmp_path: Path, body: str, message: str) -> None:
+def test_a_bad_config_is_one_clear_error_naming_the_file(
+    tmp_path: Path, body: str, message: str
+) -> None:
     path = _write(tmp_path, body)
     with pytest.raises(ConfigError) as exc:
         load_config(path)
@@ -91,17 +93,25 @@ def test_the_cli_takes_flags_and_entries_from_pyproject(tmp_path: Path) -> None:
         "from pkg import state\n\ndef read():\n    return state._on\n\n"
         "def hidden():\n    with state.enabled():\n        read()\n\ndef caller():\n    hidden()\n"
     )
-    _write(tmp_path, "[tool.flagtrace]\nflags = ['_on']\nentries = ['pkg.work.hidden']\njedi-budget = 0\n")
+    _write(
+        tmp_path,
+        "[tool.flagtrace]\nflags = ['_on']\nentries = ['pkg.work.hidden']\njedi-budget = 0\n",
+    )
     out = tmp_path / "report.json"
     code = main([str(tmp_path), "--format", "json", "-o", str(out), "--no-cache", "-q"])
     report = json.loads(out.read_text())
     assert [f["qualname"] for f in report["flags"]] == ["pkg.state._on"]
     # discovered: caller (no callers); configured: hidden (it has a caller, so only config names it)
-    assert sorted(e["entry"] for e in report["flags"][0]["entries"]) == ["pkg.work.caller", "pkg.work.hidden"]
+    assert sorted(e["entry"] for e in report["flags"][0]["entries"]) == [
+        "pkg.work.caller",
+        "pkg.work.hidden",
+    ]
     assert code == 2 - 1  # findings
 
 
-def test_a_bad_pyproject_is_a_one_line_error_with_exit_code_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_pyproject_is_a_one_line_error_with_exit_code_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from flagtrace.cli import main
 
     (tmp_path / "m.py").write_text("X = 1\n")

@@ -7,7 +7,7 @@ from pathlib import Path
 from flagtrace.jedi_fallback import callee_column, settle
 from flagtrace.model import Location, Resolution, UnresolvedCall
 
-SOURCE = '''\
+SOURCE = """\
 class Worker:
     def step(self):
         return helper()
@@ -19,7 +19,7 @@ def helper():
 
 def run(w):
     return helper() + Worker().step()
-'''
+"""
 
 
 def _project(tmp_path: Path) -> Path:
@@ -41,8 +41,18 @@ def test_jedi_settles_a_call_to_an_analysed_function_and_a_constructor(tmp_path:
     path = _project(tmp_path)
     line = 11
     sites = [
-        ("pkg.ops.run", UnresolvedCall("pkg.ops.run", Location(str(path), line, 12), "helper()", 0, "pkg.ops.run")),
-        ("pkg.ops.run", UnresolvedCall("pkg.ops.run", Location(str(path), line, 23), "Worker()", 1, "pkg.ops.run")),
+        (
+            "pkg.ops.run",
+            UnresolvedCall(
+                "pkg.ops.run", Location(str(path), line, 12), "helper()", 0, "pkg.ops.run"
+            ),
+        ),
+        (
+            "pkg.ops.run",
+            UnresolvedCall(
+                "pkg.ops.run", Location(str(path), line, 23), "Worker()", 1, "pkg.ops.run"
+            ),
+        ),
     ]
     known = {"pkg.ops.helper", "pkg.ops.run", "pkg.ops.Worker.step"}
     result = settle(sites, [str(tmp_path)], known, budget=30.0)

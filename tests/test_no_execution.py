@@ -165,8 +165,7 @@ def build_project(root: Path, markers: Path) -> Path:
     write(f"{PACKAGE}/plugins/__init__.py", booby_trap(markers, "plugins_init") + "REGISTRY = {}\n")
     write(
         f"{PACKAGE}/plugins/loud.py",
-        booby_trap(markers, "plugin")
-        + "from detonator.plugins import REGISTRY\n\n\n"
+        booby_trap(markers, "plugin") + "from detonator.plugins import REGISTRY\n\n\n"
         "class Loud:\n    def execute(self):\n        return 1\n\n\n"
         "REGISTRY['loud'] = Loud\n",
     )

@@ -46,7 +46,9 @@ def test_the_whole_package_is_indexed_without_errors(sglang) -> None:  # type: i
         ("sglang.srt.distributed.communication_op.tensor_model_parallel_all_reduce", ALL_REDUCE),
     ],
 )
-def test_the_call_graph_has_the_edges_the_regression_hunt_needed(sglang, caller: str, callee: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_call_graph_has_the_edges_the_regression_hunt_needed(
+    sglang, caller: str, callee: str
+) -> None:  # type: ignore[no-untyped-def]
     _, _, graph = sglang
     assert graph.has_edge(caller, callee), graph.callees(caller)
 
@@ -76,13 +78,18 @@ def test_verify_observes_the_piecewise_flag_set_at_the_all_reduce(piecewise: Fla
     assert read.location.path.endswith("sglang/srt/distributed/parallel_state.py")
     guards = [s.guard or "" for s in verdict.witness]
     assert any(
-        "self.piecewise_cuda_graph_runner is not None and self.piecewise_cuda_graph_runner.can_run(forward_batch)" in g
+        "self.piecewise_cuda_graph_runner is not None and self.piecewise_cuda_graph_runner.can_run(forward_batch)"
+        in g
         for g in guards
     ), guards
 
 
-def test_enable_piecewise_cuda_graph_leaks_on_exceptions_and_is_not_reentrant(piecewise: FlagReport) -> None:
-    kinds = {h.kind for h in piecewise.hazards if h.function == f"{PCM}.enable_piecewise_cuda_graph"}
+def test_enable_piecewise_cuda_graph_leaks_on_exceptions_and_is_not_reentrant(
+    piecewise: FlagReport,
+) -> None:
+    kinds = {
+        h.kind for h in piecewise.hazards if h.function == f"{PCM}.enable_piecewise_cuda_graph"
+    }
     assert {"exception-leak", "non-reentrant"} <= kinds
 
 

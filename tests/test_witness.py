@@ -48,14 +48,18 @@ def forward_cost(reach: Reach, entry: str, start: tuple[bool, bool]) -> tuple[in
     return None
 
 
-def witness_cost(reach: Reach, entry: str, start: tuple[bool, bool], witness: Witness) -> tuple[int, int]:
+def witness_cost(
+    reach: Reach, entry: str, start: tuple[bool, bool], witness: Witness
+) -> tuple[int, int]:
     """Walk the witness through the searched graph, checking every hop is an edge."""
     node: Node = (entry, start)
     weak = 0
     for hop in witness.hops:
         edges = reach._costed(node, reach.expand(node)[0])
         match = next(((nxt, step) for nxt, h, step in edges if h == hop), None)
-        assert match is not None, f"{entry}: hop {hop.caller} -> {hop.callee} is not an edge of {node}"
+        assert match is not None, (
+            f"{entry}: hop {hop.caller} -> {hop.callee} is not an edge of {node}"
+        )
         node, step = match
         weak += step
     _, hits = reach.expand(node)

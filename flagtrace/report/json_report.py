@@ -46,13 +46,27 @@ def _flag(f: FlagReport) -> dict[str, Any]:
         **_where(f.location),
         "initial": f.initial,
         "setters": [
-            {"function": s.function, "kind": s.kind, "value": s.value, **_where(s.location), "hazards": list(s.hazards)}
+            {
+                "function": s.function,
+                "kind": s.kind,
+                "value": s.value,
+                **_where(s.location),
+                "hazards": list(s.hazards),
+            }
             for s in f.setters
         ],
-        "readers": [{"function": r.function, **_where(r.location), "via": r.via} for r in f.readers],
+        "readers": [
+            {"function": r.function, **_where(r.location), "via": r.via} for r in f.readers
+        ],
         "entries": [_entry(e) for e in f.entries],
         "hazards": [
-            {"code": h.code, "kind": h.kind, "function": h.function, **_where(h.location), "message": h.message}
+            {
+                "code": h.code,
+                "kind": h.kind,
+                "function": h.function,
+                **_where(h.location),
+                "message": h.message,
+            }
             for h in f.hazards
         ],
     }
@@ -63,7 +77,11 @@ def to_dict(report: AnalysisReport) -> dict[str, Any]:
         "version": VERSION,
         "flags": [_flag(f) for f in report.flags],
         "errors": [{"file": d.path, "line": d.line, "message": d.message} for d in report.errors],
-        "stats": {"files": report.files, "lines": report.lines, "seconds": round(report.seconds, 3)},
+        "stats": {
+            "files": report.files,
+            "lines": report.lines,
+            "seconds": round(report.seconds, 3),
+        },
     }
 
 

@@ -25,7 +25,10 @@ def _step_label(step: WitnessStep) -> Text:
     if step.step == "call":
         t.append(f"{step.function} -> {step.callee}")
         if step.resolution and step.resolution != "direct":
-            t.append(f"  [{step.resolution}]", style="yellow" if step.resolution in ("by-name", "jedi") else "dim")
+            t.append(
+                f"  [{step.resolution}]",
+                style="yellow" if step.resolution in ("by-name", "jedi") else "dim",
+            )
     elif step.step == "enter":
         t.append(f"{step.function} enters {step.callee}()  (flag set from here)")
     elif step.step == "set":
@@ -47,7 +50,9 @@ def _step_label(step: WitnessStep) -> Text:
 
 def _entry(e: EntryVerdict) -> Tree | Text:
     if e.observes_set:
-        head = Text.assemble(("OBSERVES SET ", "bold red"), (e.entry, "bold"), (f"  evidence: {e.evidence}", "dim"))
+        head = Text.assemble(
+            ("OBSERVES SET ", "bold red"), (e.entry, "bold"), (f"  evidence: {e.evidence}", "dim")
+        )
         tree = Tree(head)
         tree.add(Text(e.reason, style="dim"))
         path = tree.add(Text("witness (entry first):", style="dim"))
@@ -56,7 +61,11 @@ def _entry(e: EntryVerdict) -> Tree | Text:
             label.append_text(_step_label(step))
             path.add(label)
         return tree
-    head = Text.assemble(("never observes set ", "bold green"), (e.entry, "bold"), (f"  evidence: {e.evidence}", "dim"))
+    head = Text.assemble(
+        ("never observes set ", "bold green"),
+        (e.entry, "bold"),
+        (f"  evidence: {e.evidence}", "dim"),
+    )
     tree = Tree(head)
     tree.add(Text(e.reason))
     for loc in e.unresolved_sites:
@@ -65,7 +74,13 @@ def _entry(e: EntryVerdict) -> Tree | Text:
 
 
 def _flag(f: FlagReport) -> Group:
-    parts: list[object] = [Text.assemble(("flag ", "bold"), (f.qualname, "bold cyan"), f"  (initially {f.initial}, {f.location.path}:{f.location.line})")]
+    parts: list[object] = [
+        Text.assemble(
+            ("flag ", "bold"),
+            (f.qualname, "bold cyan"),
+            f"  (initially {f.initial}, {f.location.path}:{f.location.line})",
+        )
+    ]
     for e in f.entries:
         parts.append(_entry(e))
     if not f.entries:
@@ -75,7 +90,13 @@ def _flag(f: FlagReport) -> Group:
         for col in ("function", "kind", "sets", "where", "hazards"):
             t.add_column(col)
         for s in f.setters:
-            t.add_row(s.function, s.kind, s.value, f"{s.location.path}:{s.location.line}", ", ".join(s.hazards) or "-")
+            t.add_row(
+                s.function,
+                s.kind,
+                s.value,
+                f"{s.location.path}:{s.location.line}",
+                ", ".join(s.hazards) or "-",
+            )
         parts.append(t)
     if f.hazards:
         t = Table(title="hazards", title_justify="left", show_edge=False)
@@ -83,7 +104,13 @@ def _flag(f: FlagReport) -> Group:
             t.add_column(col)
         t.add_column("why", overflow="fold")
         for h in f.hazards:
-            t.add_row(h.code, h.kind, h.function, f"{h.location.path}:{h.location.line}", h.message.partition(": ")[2] or h.message)
+            t.add_row(
+                h.code,
+                h.kind,
+                h.function,
+                f"{h.location.path}:{h.location.line}",
+                h.message.partition(": ")[2] or h.message,
+            )
         parts.append(t)
     parts.append(Text(f"{len(f.readers)} read site(s) of the flag", style="dim"))
     return Group(*parts)  # type: ignore[arg-type]
@@ -96,4 +123,9 @@ def render(report: AnalysisReport, console: Console) -> None:
     for d in report.errors:
         where = d.path if d.line is None else f"{d.path}:{d.line}"
         console.print(Text(f"error: {where}: {d.message}", style="red"))
-    console.print(Text(f"{report.files} files, {report.lines} lines analysed in {report.seconds:.1f}s", style="dim"))
+    console.print(
+        Text(
+            f"{report.files} files, {report.lines} lines analysed in {report.seconds:.1f}s",
+            style="dim",
+        )
+    )

@@ -197,7 +197,9 @@ def witness_problems(src: Source, entry: str, witness: tuple[Any, ...]) -> list[
     return problems
 
 
-def _chain_problems(src: Source, steps: list[Any], start: str, last_kind: str | tuple[str, ...]) -> list[str]:
+def _chain_problems(
+    src: Source, steps: list[Any], start: str, last_kind: str | tuple[str, ...]
+) -> list[str]:
     problems: list[str] = []
     cur = start
     for i, s in enumerate(steps):

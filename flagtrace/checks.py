@@ -13,6 +13,7 @@ from flagtrace.effects import FlagEffects, Setter, SetterKind, ValueKind, sets_f
 from flagtrace.model import (
     AttrExpr,
     Branch,
+    CallKind,
     CallStep,
     Flow,
     Hazard,
@@ -199,7 +200,7 @@ def _unprotected_span(scope: Scope, name: str, fx: FlagEffects) -> Location | No
                 return armed, step.location
             if isinstance(step, CallStep) and armed and not protected:
                 call = scope.calls[step.site]
-                if not call.text.startswith(("@", "<")) and not _harmless(call.func, name):
+                if call.kind is CallKind.CALL and not _harmless(call.func, name):
                     return armed, call.location
             if isinstance(step, TryBlock):
                 guard = protected or resets(step.finalbody)

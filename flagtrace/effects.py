@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from flagtrace.model import (
     Branch,
     CallExpr,
+    CallKind,
     CallStep,
     ConstExpr,
     Flow,
@@ -123,7 +124,7 @@ def find_flags(resolver: Resolver, spec: str) -> Flag:
             name = a.target.name
             if name is None or name in seen:
                 continue
-            if isinstance(a.value, CallExpr) and top.calls[a.value.site].text.startswith("@"):
+            if isinstance(a.value, CallExpr) and top.calls[a.value.site].kind is CallKind.DECORATOR:
                 continue
             seen.add(name)
             all_names.append(f"{module}.{name}")

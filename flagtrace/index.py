@@ -25,10 +25,11 @@ from libcst._nodes.internal import CodegenState
 
 from flagtrace.model import (
     Argument,
-    AttrExpr,
     Assignment,
+    AttrExpr,
     Branch,
     CallExpr,
+    CallKind,
     CallSite,
     CallStep,
     ConstExpr,
@@ -39,6 +40,7 @@ from flagtrace.model import (
     Flow,
     FunctionRefExpr,
     Guard,
+    GuardKind,
     Import,
     ImportKind,
     IndexResult,
@@ -64,7 +66,7 @@ from flagtrace.model import (
     YieldStep,
 )
 
-SUMMARY_FORMAT = 3  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
+SUMMARY_FORMAT = 4  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
 MAX_TEXT = 120  # longest source text kept for a guard or a value
 MAX_CALL_TEXT = 60  # calls are shown with their source line; this is a label
 _TRIVIA_BASES = (
@@ -457,7 +459,11 @@ class _Indexer:
                 if isinstance(exc, (NameExpr, AttrExpr)):
                     # ``raise E`` instantiates E
                     self.add_call(
-                        exc, (), node.exc, "<raise> " + self.src.text(node.exc, MAX_CALL_TEXT)
+                        exc,
+                        (),
+                        node.exc,
+                        "<raise> " + self.src.text(node.exc, MAX_CALL_TEXT),
+                        CallKind.RAISE,
                     )
             if node.cause is not None:
                 self.expr(node.cause)
@@ -714,7 +720,9 @@ class _Indexer:
         value: Expr = FunctionRefExpr(child.qualname)
         # decorators apply innermost first: @a @b def f -> a(b(f))
         for dec in reversed(child.decorators):
-            site = self.add_call(dec, (Argument(value),), node, self.decorator_text(child, dec))
+            site = self.add_call(
+                dec, (Argument(value),), node, self.decorator_text(child, dec), CallKind.DECORATOR
+            )
             value = CallExpr(site)
         self.scope.assignments.append(
             Assignment(Target(name=child.name), value, child.location, child.name)
@@ -772,7 +780,7 @@ class _Indexer:
         finally:
             self.scope, self.guards, self.with_texts = outer_scope, outer_guards, outer_with
 
-    def stmt_If(self, node: cst.If, kind: str = "if") -> None:
+    def stmt_If(self, node: cst.If, kind: GuardKind = GuardKind.IF) -> None:
         test = self.expr(node.test)
         text = self.src.text(node.test)
         g = Guard(text, self.loc(node.test).line, False, kind)
@@ -788,11 +796,11 @@ class _Indexer:
             self.type_checking -= 1
         orelse: tuple[Flow, ...] = ()
         if node.orelse is not None:
-            neg = Guard(text, g.line, True, "else")
+            neg = Guard(text, g.line, True, GuardKind.ELSE)
             with self.guard(neg):
                 if isinstance(node.orelse, cst.If):
                     self.flows.append([])
-                    self.stmt_If(node.orelse, "elif")
+                    self.stmt_If(node.orelse, GuardKind.ELIF)
                     orelse = tuple(self.flows.pop())
                 else:
                     orelse = self.block(node.orelse.body)
@@ -801,7 +809,7 @@ class _Indexer:
 
     def stmt_While(self, node: cst.While) -> None:
         self.expr(node.test)
-        g = Guard(self.src.text(node.test), self.loc(node.test).line, False, "while")
+        g = Guard(self.src.text(node.test), self.loc(node.test).line, False, GuardKind.WHILE)
         with self.guard(g):
             body = self.block(node.body)
         orelse = self.block(node.orelse.body) if node.orelse is not None else ()
@@ -811,8 +819,12 @@ class _Indexer:
         iterable = self.expr(node.iter)
         text = self.src.text(node.iter, MAX_CALL_TEXT)
         # the iteration protocol: iter(x).__next__(), recorded as implicit calls
-        it = self.add_call(AttrExpr(iterable, "__iter__"), (), node.iter, f"<iter> {text}")
-        self.add_call(AttrExpr(CallExpr(it), "__next__"), (), node.iter, f"<next> {text}")
+        it = self.add_call(
+            AttrExpr(iterable, "__iter__"), (), node.iter, f"<iter> {text}", CallKind.ITER
+        )
+        self.add_call(
+            AttrExpr(CallExpr(it), "__next__"), (), node.iter, f"<next> {text}", CallKind.NEXT
+        )
         self.assign(node.target, iterable, self.src.text(node.iter), node.iter, iterates=True)
         body = self.block(node.body)
         orelse = self.block(node.orelse.body) if node.orelse is not None else ()
@@ -833,7 +845,11 @@ class _Indexer:
             # the context-manager protocol, as implicit calls (edges only to our code)
             enter = "__aenter__" if node.asynchronous is not None else "__enter__"
             self.add_call(
-                AttrExpr(value, enter), (), item.item, f"<{enter}> {text[:MAX_CALL_TEXT]}"
+                AttrExpr(value, enter),
+                (),
+                item.item,
+                f"<{enter}> {text[:MAX_CALL_TEXT]}",
+                CallKind.ENTER,
             )
         self.with_texts.extend(i.text for i in items)
         try:
@@ -848,6 +864,7 @@ class _Indexer:
                 (),
                 item.item,
                 f"<{leave}> {with_item.text[:MAX_CALL_TEXT]}",
+                CallKind.EXIT,
             )
 
     def stmt_Try(self, node: cst.Try | cst.TryStar) -> None:
@@ -867,7 +884,7 @@ class _Indexer:
                 self.src.text(h.type) if h.type is not None else "BaseException",
                 self.loc(h).line,
                 False,
-                "except",
+                GuardKind.EXCEPT,
             )
             with self.guard(g):
                 handlers.append(self.block(h.body))
@@ -888,7 +905,7 @@ class _Indexer:
             text = "case " + self.src.text(case.pattern)
             if case.guard is not None:
                 text += " if " + self.src.text(case.guard)
-            g = Guard(text, self.loc(case).line, False, "case")
+            g = Guard(text, self.loc(case).line, False, GuardKind.CASE)
             with self.guard(g):
                 body = self.block(case.body)
             arms.append(Branch(g, body, (), self.loc(case)))
@@ -919,7 +936,14 @@ class _Indexer:
 
     # ---- expressions
 
-    def add_call(self, func: Expr, args: tuple[Argument, ...], node: cst.CSTNode, text: str) -> int:
+    def add_call(
+        self,
+        func: Expr,
+        args: tuple[Argument, ...],
+        node: cst.CSTNode,
+        text: str,
+        kind: CallKind = CallKind.CALL,
+    ) -> int:
         site = len(self.scope.calls)
         self.scope.calls.append(
             CallSite(
@@ -929,6 +953,7 @@ class _Indexer:
                 text=text,
                 guards=tuple(self.guards),
                 with_items=tuple(self.with_texts),
+                kind=kind,
             )
         )
         self.emit(CallStep(site))

@@ -194,6 +194,17 @@ Expr = Union[
 # Facts a scope states
 
 
+class GuardKind(enum.Enum):
+    """The statement a guard comes from."""
+
+    IF = "if"
+    ELIF = "elif"
+    ELSE = "else"  # the negated test of the ``if`` an ``else`` belongs to
+    WHILE = "while"
+    EXCEPT = "except"  # ``text`` is the caught type
+    CASE = "case"  # ``text`` is ``case PATTERN [if GUARD]``
+
+
 @record
 class Guard:
     """A condition an enclosing ``if``/``elif``/``while``/``else`` puts on a statement.
@@ -204,7 +215,7 @@ class Guard:
     text: str
     line: int
     negated: bool = False
-    kind: str = "if"  # if | elif | while | else | for | try | except
+    kind: GuardKind = GuardKind.IF
 
     def render(self) -> str:
         return f"not ({self.text})" if self.negated else self.text
@@ -217,6 +228,26 @@ class Argument:
     star: int = 0  # 1 for ``*args``, 2 for ``**kwargs``
 
 
+class CallKind(enum.Enum):
+    """What makes a call site call: written calls, and the calls Python makes
+    implicitly for a statement (recorded so that value flow and effects follow
+    them; their ``text`` shows the statement, e.g. ``<__enter__> lock``)."""
+
+    CALL = "call"  # ``f(x)``
+    DECORATOR = "decorator"  # ``@d`` applied to the definition below it
+    RAISE = "raise"  # ``raise E`` instantiates ``E``
+    ITER = "iter"  # ``for x in xs``: ``xs.__iter__()``
+    NEXT = "next"  # ... and ``__next__()`` on what that returned
+    ENTER = "enter"  # ``with cm``: ``cm.__enter__()`` (or ``__aenter__``)
+    EXIT = "exit"  # ... and ``cm.__exit__()`` (or ``__aexit__``) after the body
+
+    @property
+    def implicit(self) -> bool:
+        """A protocol call Python makes for a statement: it only matters when it
+        reaches analysed code (a library ``__enter__`` is no unresolved call)."""
+        return self not in (CallKind.CALL, CallKind.DECORATOR)
+
+
 @record
 class CallSite:
     """One call in a scope. ``func`` is the callee expression; ``text`` its source."""
@@ -227,6 +258,7 @@ class CallSite:
     text: str
     guards: tuple[Guard, ...] = ()
     with_items: tuple[str, ...] = ()  # source of the ``with`` items it sits under
+    kind: CallKind = CallKind.CALL
 
 
 class ParamKind(enum.Enum):

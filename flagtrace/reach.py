@@ -23,6 +23,7 @@ from flagtrace.effects import FlagEffects, ValueKind, classify_const, sets_flag
 from flagtrace.model import (
     Branch,
     CallExpr,
+    CallKind,
     CallStep,
     ConstExpr,
     Flow,
@@ -347,7 +348,7 @@ class Interpreter:
             for acc in self.fx.accessor_callees(scope, site):
                 ctx.run.reads.append((scope.calls[site].location, acc, state))
             call = scope.calls[site]
-            if call.text.startswith("@") or call.text.startswith("<"):
+            if call.kind is not CallKind.CALL:
                 return state
             entered = self._enter_context_call(scope, site, state)
             if entered is not None:
@@ -516,7 +517,8 @@ class Interpreter:
         """Can this ``with`` item swallow an exception from its body?
         ``contextlib.suppress``, a class whose ``__exit__`` may return a true
         value, a generator context manager that catches around its ``yield``."""
-        from flagtrace.model import ReturnStep as Ret, WithItem
+        from flagtrace.model import ReturnStep as Ret
+        from flagtrace.model import WithItem
 
         assert isinstance(item, WithItem)
         if "suppress(" in item.text:
@@ -987,7 +989,7 @@ def sticky_sites(interp: Interpreter) -> list[tuple[str, int, str]]:
     out = []
     for (qn, site), callees in interp.site_callees.items():
         scope = interp.p.scopes[qn]
-        if scope.kind is ScopeKind.CLASS or scope.calls[site].text.startswith(("<", "@")):
+        if scope.kind is ScopeKind.CLASS or scope.calls[site].kind is not CallKind.CALL:
             continue  # implicit protocol calls (with-enter/exit) are the with-block's business
         setter = next(
             (

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from flagtrace.model import (
     AttrExpr,
     CallExpr,
+    CallKind,
     CallSite,
     ConstExpr,
     ContainerExpr,
@@ -348,8 +349,8 @@ class Resolver:
         targets, by_name = self._callee_values(qn, index, site)
         callees: dict[str, Callee] = {}
         bindings: list[tuple[tuple[str, str], frozenset[Value]]] = []
-        implicit = site.text.startswith("<")  # iteration protocol, raise: only our code
-        decorator = site.text.startswith("@")
+        implicit = site.kind.implicit  # iteration protocol, raise: only our code
+        decorator = site.kind is CallKind.DECORATOR
         arg_values: list[frozenset[Value]] | None = None
         for value, resolution, receiver in targets:
             if decorator and value[0] == "b" and value[1] in _PASSTHROUGH_BUILTINS:
@@ -511,7 +512,9 @@ class Resolver:
     def _is_decorator_site(self, qn: str, site: int) -> bool:
         scope = self.p.scopes.get(qn)
         return (
-            scope is not None and site < len(scope.calls) and scope.calls[site].text.startswith("@")
+            scope is not None
+            and site < len(scope.calls)
+            and scope.calls[site].kind is CallKind.DECORATOR
         )
 
     def _call_targets(self, value: Value) -> Iterator[tuple[str, bool, Value | None, str | None]]:
@@ -1110,7 +1113,7 @@ class Resolver:
             scope = self.p.scopes[qn]
             site = scope.calls[index]
             targets, _ = self._callee_values(qn, index, site)
-            decorator = site.text.startswith("@")
+            decorator = site.kind is CallKind.DECORATOR
             for value, _res, _recv in targets:
                 kind = value[0]
                 if kind == "f":

@@ -16,6 +16,7 @@ from flagtrace.model import (
     EntryVerdict,
     FlagReport,
     Guard,
+    GuardKind,
     Location,
     ReaderFinding,
     ScopeKind,
@@ -317,8 +318,8 @@ def _guards(interp: Interpreter, function: str, guards: tuple[Guard, ...]) -> st
         singles = {k: v for k, v in singles.items() if counts[k] == 1 and v}
     parts = []
     for g in guards:
-        if g.kind in ("except", "case") and not g.negated:
-            parts.append(g.render() if g.kind == "case" else f"except {g.text}")
+        if g.kind in (GuardKind.EXCEPT, GuardKind.CASE) and not g.negated:
+            parts.append(g.render() if g.kind is GuardKind.CASE else f"except {g.text}")
             continue
         text = _unparen(singles.get(g.text, g.text))
         parts.append(f"not ({text})" if g.negated else text)

@@ -36,7 +36,7 @@ minutes) per child:
    name assigned in a module's body that a function of the same module declares
    ``global`` (so it is written from inside a function), sorted by qualified name;
    the first ``--max-flags`` (default 200) are analysed, each with
-   ``analyze_project(project, resolver, graph, [flag], [])``: entry-point
+   ``analyze_project(project, graph, [flag], [])``: entry-point
    discovery, so the entries counted are the discovered ones that observe the
    flag set.  An exception on one flag is recorded with its traceback and the
    child goes on.  Files that flagtrace reports as an internal error are
@@ -153,7 +153,7 @@ if internal:
 
 start = time.perf_counter()
 try:
-    resolver, graph = build_callgraph(project)
+    graph = build_callgraph(project)
 except BaseException as exc:
     crash("resolve", exc)
     sys.exit(0)
@@ -168,7 +168,7 @@ emit(event="resolved", seconds=time.perf_counter() - start, **stats)
 entry_points = None
 try:
     from flagtrace.verdicts import discover_entries
-    entry_points = len(discover_entries(resolver, graph))
+    entry_points = len(discover_entries(graph))
 except BaseException:
     pass
 
@@ -190,7 +190,7 @@ for qualname in chosen:
     emit(event="flag_start", flag=qualname)
     start = time.perf_counter()
     try:
-        report = analyze_project(project, resolver, graph, [qualname], [])
+        report, graph = analyze_project(project, graph, [qualname], [])
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise

@@ -22,12 +22,11 @@ from flagtrace.model import (
     FlagReport,
     IndexResult,
     ModuleSummary,
-    Resolution,
     ScopeKind,
     SourceFile,
     UnresolvedCall,
 )
-from flagtrace.resolve import Callee, Resolver, resolve
+from flagtrace.resolve import resolve
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,47 +96,48 @@ def _project(
     )
 
 
-def build_callgraph(project: Project, jedi_budget: float = 0.0) -> tuple[Resolver, CallGraph]:
+def build_callgraph(project: Project, jedi_budget: float = 0.0) -> CallGraph:
     """Resolve calls and build the graph; with a budget, jedi then settles the
     first unresolved sites it can within that many seconds."""
-    resolver = resolve(project.summaries)
-    graph = CallGraph.build(resolver)
+    graph = CallGraph.build(resolve(project.summaries))
     if jedi_budget > 0 and graph.unresolved:
-        settle_with_jedi(project, resolver, graph, graph.unresolved, jedi_budget)
-    return resolver, graph
+        graph, _ = settle_with_jedi(project, graph, graph.unresolved, jedi_budget)
+    return graph
 
 
 def settle_with_jedi(
     project: Project,
-    resolver: Resolver,
     graph: CallGraph,
     sites: Sequence[UnresolvedCall],
     budget: float,
-) -> int:
-    """Ask jedi about ``sites``; add what it settles to the resolver and the
-    graph. Returns the number of edges added."""
+) -> tuple[CallGraph, int]:
+    """Ask jedi about ``sites``: a new graph with the edges it settles (``graph``
+    itself when jedi was asked nothing), and the number of edges it settled."""
     from flagtrace.jedi_fallback import settle
 
     roots = sorted({f.root for f in project.files})
-    known = {qn for qn, scope in resolver.p.scopes.items() if scope.kind is not ScopeKind.CLASS}
+    program = graph.program
+    known = {qn for qn, scope in program.scopes.items() if scope.kind is not ScopeKind.CLASS}
     result = settle(((u.scope, u) for u in sites), roots, known, budget)
-    for edge in result.edges:
-        scope_qn = next(
-            u.scope for u in sites if u.site == edge.site and u.location == edge.location
+    if not result.edges and not result.settled_sites and not result.queries:
+        return graph, 0
+    settled = [
+        (
+            next(u.scope for u in sites if u.site == edge.site and u.location == edge.location),
+            edge.site,
         )
-        key = (scope_qn, edge.site)
-        current = resolver.site_callees.get(key, ())
-        if all(c.qualname != edge.callee for c in current):
-            resolver.site_callees[key] = (*current, Callee(edge.callee, Resolution.JEDI, True))
-    graph.add_settled(result.edges, result.settled_sites, result.queries)
-    return len(result.edges)
+        for edge in result.edges
+    ]
+    new = graph.with_settled(
+        list(zip(settled, result.edges, strict=True)), result.settled_sites, result.queries
+    )
+    return new, len(result.edges)
 
 
 def callgraph_pycg(paths: Sequence[str], jobs: int = 1) -> dict[str, list[str]]:
     """The call graph of ``paths`` in PyCG's JSON shape (used by the benchmark)."""
     project = load_project(paths, jobs=jobs)
-    _, graph = build_callgraph(project)
-    return graph.to_pycg()
+    return build_callgraph(project).to_pycg()
 
 
 class AnalysisError(Exception):
@@ -200,10 +200,9 @@ def _whole_program(
     configured_entries: Sequence[str],
 ) -> tuple[AnalysisReport, CallGraph]:
     """Resolve, build the graph and analyse the flags of an indexed project."""
-    resolver, graph = build_callgraph(project)
-    report = analyze_project(
+    graph = build_callgraph(project)
+    report, graph = analyze_project(
         project,
-        resolver,
         graph,
         flags,
         entries,
@@ -332,7 +331,6 @@ def _analyze_reusing(
 
 def analyze_project(
     project: Project,
-    resolver: Resolver,
     graph: CallGraph,
     flags: Sequence[str],
     entries: Sequence[str] = (),
@@ -340,8 +338,9 @@ def analyze_project(
     reads: Sequence[str] = (),
     jedi_budget: float = 0.0,
     configured_entries: Sequence[str] = (),
-) -> AnalysisReport:
-    """The flag stages on an already indexed and resolved project.
+) -> tuple[AnalysisReport, CallGraph]:
+    """The flag stages on an already indexed and resolved project; the report,
+    and the graph with whatever jedi settled on the way.
 
     ``jedi_budget`` seconds are shared by all verdicts that would otherwise
     rest on unresolved calls (jedi is asked only about those calls)."""
@@ -352,15 +351,16 @@ def analyze_project(
     errors = list(project.diagnostics)
     reports: list[FlagReport] = []
     chosen: list[str] = []
+    program = graph.program
     for entry in entries:
         try:
-            chosen.append(check_entry(resolver, entry))
+            chosen.append(check_entry(program, entry))
         except EntryError as exc:
             errors.append(Diagnostic("<entry>", None, str(exc)))
     read_functions: list[str] = []
     for read in reads:
         try:
-            read_functions.append(check_entry(resolver, read))
+            read_functions.append(check_entry(program, read))
         except EntryError as exc:
             errors.append(Diagnostic("<read>", None, str(exc).replace("entry point", "reader")))
     discovered = not entries
@@ -368,31 +368,33 @@ def analyze_project(
         configured = []
         for entry in configured_entries:  # [tool.flagtrace] entries join the discovered ones
             try:
-                configured.append(check_entry(resolver, entry))
+                configured.append(check_entry(program, entry))
             except EntryError as exc:
                 errors.append(Diagnostic("<config>", None, str(exc)))
-        chosen = discover_entries(resolver, graph, configured)
+        chosen = discover_entries(graph, configured)
     deadline = time.perf_counter() + jedi_budget
+    latest = [graph]  # jedi's answers carry over to the flags after
 
-    def settle(sites: list[UnresolvedCall]) -> int:
+    def settle(current: CallGraph, sites: list[UnresolvedCall]) -> CallGraph | None:
         remaining = deadline - time.perf_counter()
         if remaining <= 0 or not sites:
-            return 0
-        return settle_with_jedi(project, resolver, graph, sites, remaining)
+            return None
+        settled, edges = settle_with_jedi(project, current, sites, remaining)
+        latest[0] = settled
+        return settled if edges else None
 
     for spec in flags:
         try:
-            flag = find_flags(resolver, spec)
+            flag = find_flags(program, spec)
         except FlagLookupError as exc:
             errors.append(Diagnostic("<flag>", None, str(exc)))
             continue
-        reports.append(
-            analyse_flag(resolver, graph, flag, chosen, discovered, read_functions, settle)
-        )
-    return AnalysisReport(
+        reports.append(analyse_flag(latest[0], flag, chosen, discovered, read_functions, settle))
+    report = AnalysisReport(
         flags=tuple(reports),
         errors=tuple(errors),
         files=len(project.summaries),
         lines=project.lines,
         seconds=project.seconds + time.perf_counter() - start,
     )
+    return report, latest[0]

@@ -14,49 +14,62 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import networkx as nx
 
 from flagtrace.model import (
     CallEdge,
+    Callee,
     GraphStats,
     Location,
     Resolution,
     ScopeKind,
     UnresolvedCall,
 )
-from flagtrace.resolve import Callee, Resolver
+from flagtrace.resolve import Program, ResolvedProgram, ValueQuery
 
 
 class CallGraph:
-    """Query verbs over the resolved calls (``callees``, ``callers``, ``shortest_path``)."""
+    """Query verbs over the resolved calls (``callees``, ``callers``, ``shortest_path``).
+
+    Built from a ``ResolvedProgram``, which it keeps (``resolved``): the flag
+    stages ask it both the function-level questions (callers, paths) and the
+    site-level ones (what does call site ``i`` of this scope call?). It is not
+    changed once built; settling calls with jedi makes a new graph.
+    """
 
     def __init__(
-        self, graph: nx.DiGraph, unresolved: tuple[UnresolvedCall, ...], jedi_queries: int = 0
+        self,
+        graph: nx.DiGraph,
+        resolved: ResolvedProgram,
+        unresolved: tuple[UnresolvedCall, ...],
+        jedi_queries: int = 0,
     ) -> None:
         self._g = graph
+        self.resolved = resolved
         self.unresolved = unresolved
         self.jedi_queries = jedi_queries
+        self._scope_callers: dict[str, frozenset[str]] | None = None
 
     # -- construction
 
     @classmethod
-    def build(cls, resolver: Resolver, extra: Iterable[CallEdge] = ()) -> CallGraph:
+    def build(cls, resolved: ResolvedProgram) -> CallGraph:
         g: nx.DiGraph = nx.DiGraph()
-        p = resolver.p
+        p = resolved.program
         unresolved: list[UnresolvedCall] = []
         for qn, scope in p.scopes.items():
             if scope.kind is not ScopeKind.CLASS:
                 g.add_node(qn, analysed=True, kind=scope.kind.value, location=scope.location)
         sites: dict[tuple[str, str], list[CallEdge]] = {}  # built first, added in bulk
         external: set[str] = set()
-        for (qn, index), callees in resolver.site_callees.items():
-            caller = owner_of(resolver, qn)
+        for (qn, index), callees in resolved.sites():
+            caller = owner_of(p, qn)
             site = p.scopes[qn].calls[index]
             if not callees:
-                if (qn, index) in resolver.resolved_empty:
+                if (qn, index) in resolved.resolved_empty:
                     continue
                 unresolved.append(UnresolvedCall(caller, site.location, site.text, index, qn))
                 continue
@@ -80,25 +93,39 @@ class CallGraph:
                     listed.append(edge)
         for name in sorted(external - set(g)):
             g.add_node(name, analysed=False, kind="external")
-        for (caller, callee_qn), listed in sites.items():
+        for _, callee_qn in sites:
             if callee_qn not in g:  # analysed, yet not a scope (a class called by name)
                 g.add_node(callee_qn, analysed=True, kind="function")
         g.add_edges_from(
             (caller, callee_qn, {"sites": listed}) for (caller, callee_qn), listed in sites.items()
         )
-        for edge in extra:
-            _add_edge(g, edge, Callee(edge.callee, edge.resolution, edge.callee in g))
         unresolved.sort(key=lambda u: (u.location.path, u.location.line, u.location.column))
-        return cls(g, tuple(unresolved))
+        return cls(g, resolved, tuple(unresolved))
 
-    def add_settled(
-        self, edges: Iterable[CallEdge], settled: set[tuple[str, int]], queries: int
-    ) -> None:
-        """Add edges settled by jedi; their sites are no longer unresolved."""
-        for edge in edges:
-            _add_edge(self._g, edge, Callee(edge.callee, edge.resolution, True))
-        self.unresolved = tuple(u for u in self.unresolved if (u.scope, u.site) not in settled)
-        self.jedi_queries += queries
+    def with_settled(
+        self,
+        settled: Sequence[tuple[tuple[str, int], CallEdge]],
+        settled_sites: set[tuple[str, int]],
+        queries: int,
+    ) -> CallGraph:
+        """A new graph with the edges jedi settled (each with the call site it
+        settles: its scope and index); their sites are no longer unresolved.
+        This graph is unchanged."""
+        added: dict[tuple[str, int], list[Callee]] = {}
+        g = self._g.copy()
+        for key, edge in settled:
+            added.setdefault(key, []).append(Callee(edge.callee, edge.resolution, True))
+            if edge.callee not in g:
+                g.add_node(edge.callee, analysed=True, kind="function")
+            data = g.get_edge_data(edge.caller, edge.callee)
+            if data is None:
+                g.add_edge(edge.caller, edge.callee, sites=[edge])
+            else:  # a new list: the copy shares the old graph's
+                data["sites"] = [*data["sites"], edge]
+        unresolved = tuple(u for u in self.unresolved if (u.scope, u.site) not in settled_sites)
+        return CallGraph(
+            g, self.resolved.with_callees(added), unresolved, self.jedi_queries + queries
+        )
 
     # -- queries
 
@@ -106,6 +133,37 @@ class CallGraph:
     def nx(self) -> nx.DiGraph:
         """The underlying graph (read it, do not mutate it)."""
         return self._g
+
+    @property
+    def program(self) -> Program:
+        """The summaries of the analysed code, indexed (scopes, modules)."""
+        return self.resolved.program
+
+    @property
+    def values(self) -> ValueQuery:
+        return self.resolved.values
+
+    def site_callees(self, scope: str, site: int) -> tuple[Callee, ...]:
+        """What call site ``site`` of ``scope`` calls (a class body's sites are
+        its own, not its module's)."""
+        return self.resolved.site_callees.get((scope, site), ())
+
+    def call_sites(self) -> Iterator[tuple[tuple[str, int], tuple[Callee, ...]]]:
+        """Every resolved call site, by (scope, index), with its callees."""
+        return self.resolved.sites()
+
+    def scope_callers(self, qn: str) -> frozenset[str]:
+        """The scopes with a call site that calls ``qn`` (class bodies as
+        themselves, unlike ``callers``, which attributes them to the code that
+        runs them). Built once, on first use."""
+        index = self._scope_callers
+        if index is None:
+            callers: dict[str, set[str]] = {}
+            for (scope, _), callees in self.resolved.sites():
+                for c in callees:
+                    callers.setdefault(c.qualname, set()).add(scope)
+            index = self._scope_callers = {k: frozenset(v) for k, v in callers.items()}
+        return index.get(qn, frozenset())
 
     def __contains__(self, node: object) -> bool:
         return node in self._g
@@ -253,27 +311,12 @@ class CallGraph:
         return "\n".join(lines) + "\n"
 
 
-def owner_of(resolver: Resolver, qn: str) -> str:
+def owner_of(program: Program, qn: str) -> str:
     """The graph node a scope's calls belong to (class bodies -> enclosing scope)."""
-    p = resolver.p
-    scope = p.scopes.get(qn)
+    scope = program.scopes.get(qn)
     while scope is not None and scope.kind is ScopeKind.CLASS and scope.parent is not None:
-        scope = p.scopes.get(scope.parent)
+        scope = program.scopes.get(scope.parent)
     return scope.qualname if scope is not None else qn
-
-
-def _add_edge(g: nx.DiGraph, edge: CallEdge, callee: Callee) -> None:
-    if edge.callee not in g:
-        g.add_node(
-            edge.callee,
-            analysed=callee.analysed,
-            kind="function" if callee.analysed else "external",
-        )
-    data = g.get_edge_data(edge.caller, edge.callee)
-    if data is None:
-        g.add_edge(edge.caller, edge.callee, sites=[edge])
-    else:
-        data["sites"].append(edge)
 
 
 def _strength(r: Resolution) -> int:

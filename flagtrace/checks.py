@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from flagtrace.effects import FlagEffects, Setter, SetterKind, ValueKind, sets_flag, walk
+from flagtrace.interpret import Interpreter
 from flagtrace.model import (
     AttrExpr,
     Branch,
@@ -24,7 +25,6 @@ from flagtrace.model import (
     WriteStep,
     YieldStep,
 )
-from flagtrace.reach import Interpreter
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +95,7 @@ def find_hazards(fx: FlagEffects, interp: Interpreter) -> list[Hazard]:
 
 
 def _setter_hazards(fx: FlagEffects, interp: Interpreter, setter: Setter) -> Iterator[Hazard]:
-    p = fx.resolver.p
+    p = fx.p
     scope = p.scopes[setter.function]
     initial = fx.flag.initial_kind
     name = fx.flag.name
@@ -257,10 +257,9 @@ _THREAD_TARGET_ATTRS = {"submit": 0, "map": 0, "run_in_executor": 1, "start_new_
 
 def _thread_targets(fx: FlagEffects) -> list[tuple[str, Location]]:
     """Functions handed to a thread or executor: (function, where it is handed over)."""
-    r = fx.resolver
     out: list[tuple[str, Location]] = []
-    for (qn, site), callees in r.site_callees.items():
-        scope = r.p.scopes[qn]
+    for (qn, site), callees in fx.graph.call_sites():
+        scope = fx.p.scopes[qn]
         call = scope.calls[site]
         names = [c.qualname for c in callees]
         args = []
@@ -273,9 +272,8 @@ def _thread_targets(fx: FlagEffects) -> list[tuple[str, Location]]:
             if looks_external and len(call.args) > i and call.args[i].keyword is None:
                 args = [call.args[i].value]
         for a in args:
-            for v in r.eval(qn, a):
-                if v[0] == "f":
-                    out.append((v[1], call.location))
+            for function in fx.graph.values.functions(qn, a):
+                out.append((function, call.location))
     return out
 
 
@@ -285,7 +283,7 @@ def _thread_hazards(fx: FlagEffects, interp: Interpreter) -> Iterator[Hazard]:
         return
     # only calls we are sure of: by-name fan-out would make every flag look shared
     callees: dict[str, set[str]] = {}
-    for (qn, _), cs in fx.resolver.site_callees.items():
+    for (qn, _), cs in fx.graph.call_sites():
         callees.setdefault(qn, set()).update(c.qualname for c in cs if not c.resolution.weak)
     setters = set(fx.setters)
     for cls_setter in [s for s in fx.setters.values() if s.kind is SetterKind.CLASS]:

@@ -151,7 +151,7 @@ def callgraph_cmd(
     _print_diagnostics(project.diagnostics)
     if not project.summaries:
         raise FlagtraceError("no Python files to analyse in " + ", ".join(str(p) for p in paths))
-    _, graph = build_callgraph(
+    graph = build_callgraph(
         project, jedi_budget=jedi_budget if jedi_budget is not None else config.jedi_budget
     )
     status.close()
@@ -334,48 +334,8 @@ def _write(text: str | Iterable[str], output: Path | None) -> None:
         raise FlagtraceError(f"{output}: cannot write report: {exc.strerror or exc}") from None
 
 
-#: Runs the CLI in the re-executed interpreter (see ``_with_fixed_hash_seed``).
-_BOOT = "import sys; from flagtrace.cli import main; sys.exit(main(sys.argv[1:]))"
-
-
-def _with_fixed_hash_seed() -> int | None:
-    """Run this command line again in an interpreter with string hashing fixed.
-
-    Why: where resolution meets a recursive lookup it cuts the cycle, and which
-    way it cuts follows the iteration order of sets of names, which follows
-    Python's per-process random string hashes: without this, ~0.05% of SGLang's
-    call edges differed from run to run. ``PYTHONHASHSEED=0`` makes every run on
-    the same input identical. Returns the exit code (where ``execve`` is not
-    available), or None to run in this process (already fixed, or no interpreter
-    to start; ``FLAGTRACE_NO_REEXEC=1`` also says so).
-    """
-    if (
-        sys.flags.hash_randomization == 0
-        or not sys.executable
-        or os.environ.get("FLAGTRACE_NO_REEXEC")
-    ):
-        return None
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    command = [sys.executable, "-c", _BOOT, *sys.argv[1:]]
-    if os.name == "posix":
-        try:
-            os.execve(sys.executable, command, env)
-        except OSError:
-            return None
-    import subprocess
-
-    return subprocess.call(command, env=env)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code instead of exiting (tests call this).
-
-    From the command line (``argv`` None) the run happens in an interpreter with
-    a fixed hash seed, so that its results repeat exactly."""
-    if argv is None:
-        code = _with_fixed_hash_seed()
-        if code is not None:
-            return code
+    """Run the CLI; returns the exit code instead of exiting (tests call this)."""
     try:
         cli.main(
             args=list(argv) if argv is not None else None,

@@ -15,12 +15,14 @@ import enum
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from flagtrace.callgraph import CallGraph
 from flagtrace.model import (
     Branch,
     CallExpr,
     CallKind,
     CallStep,
     ConstExpr,
+    DecoratorKind,
     Flow,
     Location,
     NameExpr,
@@ -33,7 +35,7 @@ from flagtrace.model import (
     WithBlock,
     WriteStep,
 )
-from flagtrace.resolve import Resolver
+from flagtrace.resolve import Program
 
 
 class FlagLookupError(Exception):
@@ -113,11 +115,11 @@ def classify_const(text: str) -> ValueKind:
 # --------------------------------------------------------------------------- lookup
 
 
-def find_flags(resolver: Resolver, spec: str) -> Flag:
+def find_flags(program: Program, spec: str) -> Flag:
     """The module global ``spec`` names (bare or qualified)."""
     candidates: list[Flag] = []
     all_names: list[str] = []
-    for module, summary in resolver.p.modules.items():
+    for module, summary in program.modules.items():
         top = summary.module_scope
         seen: set[str] = set()
         for a in top.assignments:
@@ -170,8 +172,9 @@ def walk(flow: tuple[Flow, ...]) -> Iterator[Flow]:
 class FlagEffects:
     """Writes, reads, accessors and setters of one flag across the program."""
 
-    def __init__(self, resolver: Resolver, flag: Flag) -> None:
-        self.resolver = resolver
+    def __init__(self, graph: CallGraph, flag: Flag) -> None:
+        self.graph = graph
+        self.p = graph.program
         self.flag = flag
         self.writes: dict[str, list[Write]] = {}
         self.direct_reads: dict[str, list[ReadStep]] = {}
@@ -187,7 +190,7 @@ class FlagEffects:
         if step.name != self.flag.name:
             return False
         if step.base is None:
-            return self.resolver.p.module_of.get(scope.qualname) == self.flag.module
+            return self.p.module_of.get(scope.qualname) == self.flag.module
         return self._alias_is_flag_module(scope.qualname, step.base)
 
     def write_of(self, step: WriteStep) -> Write | None:
@@ -196,7 +199,7 @@ class FlagEffects:
     def accessor_callees(self, scope: Scope, site: int) -> list[str]:
         return [
             c.qualname
-            for c in self.resolver.site_callees.get((scope.qualname, site), ())
+            for c in self.graph.site_callees(scope.qualname, site)
             if c.qualname in self.accessors
         ]
 
@@ -207,15 +210,12 @@ class FlagEffects:
         key = (qn, alias)
         memo = self._alias_memo.get(key)
         if memo is None:
-            first, *rest = alias.split(".")
-            values = self.resolver.lookup(qn, first)
-            for part in rest:
-                values = frozenset(v for b in values for v in self.resolver.attribute(b, part, qn))
-            memo = self._alias_memo[key] = ("m", self.flag.module) in values
+            memo = self.graph.values.names_module(qn, alias, self.flag.module)
+            self._alias_memo[key] = memo
         return memo
 
     def _find_writes_and_reads(self) -> None:
-        p = self.resolver.p
+        p = self.p
         flag = self.flag
         for qn, scope in p.scopes.items():
             if scope.kind is ScopeKind.CLASS:
@@ -235,7 +235,7 @@ class FlagEffects:
                     self.direct_reads.setdefault(qn, []).append(step)
 
     def _find_accessors(self) -> set[str]:
-        p = self.resolver.p
+        p = self.p
         accessors: set[str] = set()
         for qn in self.direct_reads:
             if _looks_like_accessor(p.scopes[qn], self.flag.name) and qn not in self.writes:
@@ -248,14 +248,14 @@ class FlagEffects:
                 if qn in accessors or scope.kind not in (ScopeKind.FUNCTION, ScopeKind.LAMBDA):
                     continue
                 if _returns_only_call(scope) and any(
-                    c.qualname in accessors for c in self.resolver.site_callees.get((qn, 0), ())
+                    c.qualname in accessors for c in self.graph.site_callees(qn, 0)
                 ):
                     accessors.add(qn)
                     changed = True
         return accessors
 
     def _find_setters(self) -> dict[str, Setter]:
-        p = self.resolver.p
+        p = self.p
         initial = self.flag.initial_kind
         setters: dict[str, Setter] = {}
         for qn, writes in self.writes.items():
@@ -265,10 +265,10 @@ class FlagEffects:
                 continue
             first = set_writes[0]
             kind = SetterKind.FUNCTION
-            texts = scope.decorator_texts
-            if scope.is_generator and any(t.endswith("asynccontextmanager") for t in texts):
+            decorated = self.graph.values.decorator_kinds(qn)
+            if scope.is_generator and DecoratorKind.ASYNCCONTEXTMANAGER in decorated:
                 kind = SetterKind.ASYNCCONTEXTMANAGER
-            elif scope.is_generator and any(t.endswith("contextmanager") for t in texts):
+            elif scope.is_generator and DecoratorKind.CONTEXTMANAGER in decorated:
                 kind = SetterKind.CONTEXTMANAGER
             elif scope.name in ("__enter__", "__aenter__") and p.method_class(qn):
                 kind = SetterKind.CLASS
@@ -279,7 +279,7 @@ class FlagEffects:
     def _find_decorators(self, setters: dict[str, Setter]) -> dict[str, Setter]:
         """``def deco(fn): def wrapper(*a): with setter(): return fn(*a)``: the
         decorated function runs with the flag set; ``deco`` is a setter."""
-        p = self.resolver.p
+        p = self.p
         out: dict[str, Setter] = {}
         cms = {qn: s for qn, s in setters.items() if s.kind is not SetterKind.FUNCTION}
         for qn, scope in p.scopes.items():
@@ -314,13 +314,10 @@ class FlagEffects:
     def _entered(self, scope: Scope, expr: object) -> list[str]:
         names: list[str] = []
         if isinstance(expr, CallExpr):
-            for c in self.resolver.site_callees.get((scope.qualname, expr.site), ()):
+            for c in self.graph.site_callees(scope.qualname, expr.site):
                 names.append(c.qualname)
                 names.append(f"{c.qualname}.__enter__")
         return names
-
-    def close_names(self) -> list[str]:
-        return sorted(self.setters)
 
 
 def sets_flag(kind: ValueKind, initial: ValueKind) -> bool | None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, fields
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, TypeVar, Union
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from typing_extensions import dataclass_transform
@@ -177,17 +177,17 @@ class OpaqueExpr:
     parts: tuple[Expr, ...] = ()
 
 
-Expr = Union[
-    NameExpr,
-    AttrExpr,
-    CallExpr,
-    SubscriptExpr,
-    ConstExpr,
-    ContainerExpr,
-    FunctionRefExpr,
-    SuperExpr,
-    OpaqueExpr,
-]
+Expr = (
+    NameExpr
+    | AttrExpr
+    | CallExpr
+    | SubscriptExpr
+    | ConstExpr
+    | ContainerExpr
+    | FunctionRefExpr
+    | SuperExpr
+    | OpaqueExpr
+)
 
 
 # --------------------------------------------------------------------------
@@ -407,13 +407,34 @@ class Branch:
     loop: bool = False
 
 
-Flow = Union[
-    CallStep, ReadStep, WriteStep, YieldStep, ReturnStep, RaiseStep, WithBlock, TryBlock, Branch
-]
+Flow = (
+    CallStep
+    | ReadStep
+    | WriteStep
+    | YieldStep
+    | ReturnStep
+    | RaiseStep
+    | WithBlock
+    | TryBlock
+    | Branch
+)
 
 
 # --------------------------------------------------------------------------
 # Scopes and modules
+
+
+class DecoratorKind(enum.Enum):
+    """What a decorator makes of a function, as resolution recognises it: by
+    what the decorator expression resolves to (``contextlib.contextmanager``,
+    the builtin ``staticmethod``), or by its text when it resolves to nothing."""
+
+    STATICMETHOD = "staticmethod"
+    CLASSMETHOD = "classmethod"
+    PROPERTY = "property"
+    PROPERTY_SETTER = "property-setter"  # ``@x.setter``
+    CONTEXTMANAGER = "contextmanager"
+    ASYNCCONTEXTMANAGER = "asynccontextmanager"
 
 
 class ScopeKind(enum.Enum):
@@ -507,6 +528,15 @@ class Resolution(enum.Enum):
     @property
     def weak(self) -> bool:
         return self in (Resolution.BY_NAME, Resolution.JEDI)
+
+
+@record
+class Callee:
+    """One resolved target of a call site."""
+
+    qualname: str  # analysed scope, ``<builtin>.x`` or an external dotted name
+    resolution: Resolution
+    analysed: bool
 
 
 @record

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from flagtrace.callgraph import CallGraph
 from flagtrace.checks import find_hazards
 from flagtrace.effects import Flag, FlagEffects, ValueKind
+from flagtrace.interpret import UNSET, Interpreter, join
 from flagtrace.model import (
     EntryVerdict,
     FlagReport,
@@ -24,8 +25,8 @@ from flagtrace.model import (
     UnresolvedCall,
     WitnessStep,
 )
-from flagtrace.reach import UNSET, Interpreter, Reach, Witness, join, sticky_sites
-from flagtrace.resolve import Resolver
+from flagtrace.reach import Reach, Witness, sticky_sites
+from flagtrace.resolve import Program
 
 MAX_UNRESOLVED_SHOWN = 5
 
@@ -34,12 +35,10 @@ class EntryError(Exception):
     """An ``--entry`` that names no function in the analysed code."""
 
 
-def discover_entries(
-    resolver: Resolver, graph: CallGraph, configured: Sequence[str] = ()
-) -> list[str]:
+def discover_entries(graph: CallGraph, configured: Sequence[str] = ()) -> list[str]:
     """Functions nobody in the analysed code calls, modules with a ``__main__``
     block, and configured entries."""
-    p = resolver.p
+    p = graph.program
     out: set[str] = set(configured)
     for qn, scope in p.scopes.items():
         if scope.kind is ScopeKind.FUNCTION:
@@ -53,12 +52,13 @@ def discover_entries(
     return sorted(out)
 
 
-def check_entry(resolver: Resolver, entry: str) -> str:
-    if entry in resolver.p.scopes and resolver.p.scopes[entry].kind is not ScopeKind.CLASS:
+def check_entry(program: Program, entry: str) -> str:
+    """``entry`` if it names a function or module of the analysed code."""
+    if entry in program.scopes and program.scopes[entry].kind is not ScopeKind.CLASS:
         return entry
     import difflib
 
-    close = difflib.get_close_matches(entry, list(resolver.p.scopes), n=3, cutoff=0.75)
+    close = difflib.get_close_matches(entry, list(program.scopes), n=3, cutoff=0.75)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     raise EntryError(
         f"entry point {entry!r} is not a function or module in the analysed code{hint}"
@@ -66,15 +66,14 @@ def check_entry(resolver: Resolver, entry: str) -> str:
 
 
 def analyse_flag(
-    resolver: Resolver,
     graph: CallGraph,
     flag: Flag,
     entries: Sequence[str],
     discovered: bool,
     reads: Sequence[str] = (),
-    settle: Callable[[list[UnresolvedCall]], int] | None = None,
+    settle: Callable[[CallGraph, list[UnresolvedCall]], CallGraph | None] | None = None,
 ) -> FlagReport:
-    fx, interp, reach = _engine(resolver, graph, flag, reads)
+    fx, interp, reach = _engine(graph, flag, reads)
     hazards = find_hazards(fx, interp)
     by_setter: dict[str, list[str]] = {}
     for h in hazards:
@@ -98,9 +97,11 @@ def analyse_flag(
             continue  # discovered entries are reported only when they observe the flag set
         if settle is not None and not verdict.observes_set and verdict.unresolved_count:
             # demand-driven: let jedi settle the calls this verdict rests on, then judge again
-            reachable = reach.reachable_functions(entry, (True, False))
-            if settle([u for u in graph.unresolved if u.caller in reachable]) > 0:
-                fx, interp, reach = _engine(resolver, graph, flag, reads)
+            reachable = reach.reachable_functions(entry)
+            settled = settle(graph, [u for u in graph.unresolved if u.caller in reachable])
+            if settled is not None:
+                graph = settled
+                fx, interp, reach = _engine(graph, flag, reads)
                 preset = _preset(interp, graph)
                 verdict = _verdict(fx, interp, reach, graph, entry, preset)
         if discovered and not verdict.observes_set:
@@ -118,11 +119,11 @@ def analyse_flag(
 
 
 def _engine(
-    resolver: Resolver, graph: CallGraph, flag: Flag, reads: Sequence[str]
+    graph: CallGraph, flag: Flag, reads: Sequence[str]
 ) -> tuple[FlagEffects, Interpreter, Reach]:
-    fx = FlagEffects(resolver, flag)
+    fx = FlagEffects(graph, flag)
     interp = Interpreter(fx)
-    return fx, interp, Reach(interp, graph, frozenset(reads))
+    return fx, interp, Reach(interp, frozenset(reads))
 
 
 def _shown_value(kind: ValueKind) -> str:
@@ -142,11 +143,11 @@ def _setter_key(fx: FlagEffects, function: str) -> str:
 
 def _readers(fx: FlagEffects) -> tuple[ReaderFinding, ...]:
     out: list[ReaderFinding] = []
-    p = fx.resolver.p
+    p = fx.p
     for qn, steps in fx.direct_reads.items():
         for step in steps:
             out.append(ReaderFinding(qn, step.location, None))
-    for (qn, site), callees in fx.resolver.site_callees.items():
+    for (qn, site), callees in fx.graph.call_sites():
         scope = p.scopes[qn]
         for c in callees:
             if c.qualname in fx.accessors:
@@ -160,7 +161,7 @@ def _readers(fx: FlagEffects) -> tuple[ReaderFinding, ...]:
 def _owner(fx: FlagEffects, qn: str) -> str:
     from flagtrace.callgraph import owner_of
 
-    return owner_of(fx.resolver, qn)
+    return owner_of(fx.p, qn)
 
 
 def _preset(interp: Interpreter, graph: CallGraph) -> tuple[list[WitnessStep], bool]:
@@ -355,7 +356,7 @@ def _setter_uses(fx: FlagEffects, interp: Interpreter) -> list[tuple[str, Locati
                         uses.append((qn, item.location))
             elif isinstance(step, CallStep):
                 call = scope.calls[step.site]
-                callees = {c.qualname for c in interp.site_callees.get((qn, step.site), ())}
+                callees = {c.qualname for c in interp.graph.site_callees(qn, step.site)}
                 if callees & plain:
                     uses.append((qn, call.location))
                 elif (
@@ -385,15 +386,15 @@ def _unparen(text: str) -> str:
 def _never(
     fx: FlagEffects, interp: Interpreter, reach: Reach, graph: CallGraph, entry: str
 ) -> EntryVerdict:
-    reachable = reach.reachable_functions(entry, (True, False))
+    reachable = reach.reachable_functions(entry)
     setters = sorted(fx.setters)
     name = fx.flag.name
     if not setters:
         reason = f"nothing in the analysed code sets {name}"
     else:
-        uses = interp.setter_uses  # type: ignore[attr-defined]
+        uses = interp.setter_uses
         if uses is None:
-            uses = interp.setter_uses = _setter_uses(fx, interp)  # type: ignore[attr-defined]
+            uses = interp.setter_uses = _setter_uses(fx, interp)
         shown = ", ".join(f"{_display(s)}()" for s in setters[:3])
         live = [u for u in uses if u[0] in reachable]
         if not live:

@@ -19,7 +19,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 def _document_via_api(path: Path) -> str:
     project = load_project([str(path)], jobs=1)
-    _, graph = build_callgraph(project)
+    graph = build_callgraph(project)
     errors = [{"file": d.path, "line": d.line, "message": d.message} for d in project.diagnostics]
     return json.dumps(graph.to_json(errors), indent=2) + "\n"
 

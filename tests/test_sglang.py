@@ -13,8 +13,7 @@ import pytest
 
 from flagtrace.api import Project, analyze_project, build_callgraph, load_project
 from flagtrace.callgraph import CallGraph
-from flagtrace.model import AnalysisReport, FlagReport
-from flagtrace.resolve import Resolver
+from flagtrace.model import FlagReport
 
 pytestmark = pytest.mark.slow
 
@@ -24,15 +23,15 @@ PCM = "sglang.srt.compilation.piecewise_context_manager"
 
 
 @pytest.fixture(scope="module")
-def sglang(registry) -> tuple[Project, Resolver, CallGraph]:  # type: ignore[no-untyped-def]
+def sglang(registry) -> tuple[Project, CallGraph]:  # type: ignore[no-untyped-def]
     root: Path = registry.download("sglang==0.5.9")
     project = load_project([str(root / "sglang")])
-    resolver, graph = build_callgraph(project)
-    return project, resolver, graph
+    graph = build_callgraph(project)
+    return project, graph
 
 
 def test_the_whole_package_is_indexed_without_errors(sglang) -> None:  # type: ignore[no-untyped-def]
-    project, _, graph = sglang
+    project, graph = sglang
     assert len(project.summaries) >= 1400
     assert project.lines > 500_000
     assert project.diagnostics == ()
@@ -49,15 +48,15 @@ def test_the_whole_package_is_indexed_without_errors(sglang) -> None:  # type: i
 def test_the_call_graph_has_the_edges_the_regression_hunt_needed(
     sglang, caller: str, callee: str
 ) -> None:  # type: ignore[no-untyped-def]
-    _, _, graph = sglang
+    _, graph = sglang
     assert graph.has_edge(caller, callee), graph.callees(caller)
 
 
 @pytest.fixture(scope="module")
 def piecewise(sglang) -> FlagReport:  # type: ignore[no-untyped-def]
-    project, resolver, graph = sglang
-    report: AnalysisReport = analyze_project(
-        project, resolver, graph, ["_in_piecewise_cuda_graph"], [VERIFY], reads=[ALL_REDUCE]
+    project, graph = sglang
+    report, _ = analyze_project(
+        project, graph, ["_in_piecewise_cuda_graph"], [VERIFY], reads=[ALL_REDUCE]
     )
     assert report.errors == ()
     return report.flags[0]
@@ -94,8 +93,8 @@ def test_enable_piecewise_cuda_graph_leaks_on_exceptions_and_is_not_reentrant(
 
 
 def test_set_forward_context_resets_in_finally_but_not_to_the_previous_value(sglang) -> None:  # type: ignore[no-untyped-def]
-    project, resolver, graph = sglang
-    report = analyze_project(project, resolver, graph, [f"{PCM}._forward_context"], [VERIFY])
+    project, graph = sglang
+    report, _ = analyze_project(project, graph, [f"{PCM}._forward_context"], [VERIFY])
     assert report.errors == ()
     kinds = {h.kind for h in report.flags[0].hazards if h.function == f"{PCM}.set_forward_context"}
     assert "non-reentrant" in kinds
@@ -103,7 +102,7 @@ def test_set_forward_context_resets_in_finally_but_not_to_the_previous_value(sgl
 
 
 def test_the_bare_forward_context_name_is_ambiguous_in_sglang(sglang) -> None:  # type: ignore[no-untyped-def]
-    project, resolver, graph = sglang
-    report = analyze_project(project, resolver, graph, ["_forward_context"], [VERIFY])
+    project, graph = sglang
+    report, _ = analyze_project(project, graph, ["_forward_context"], [VERIFY])
     assert report.flags == ()
     assert "several modules" in report.errors[0].message

@@ -69,15 +69,17 @@ def witness_cost(
 
 def check_all_entries(root: Path, flags: list[str], limit: int | None = None) -> int:
     project = load_project([str(root)], jobs=1)
-    resolver, graph = build_callgraph(project)
+    graph = build_callgraph(project)
     checked = 0
     for spec in flags:
         try:
-            flag = find_flags(resolver, spec)
+            flag = find_flags(graph.program, spec)
         except FlagLookupError:
             continue  # the error fixtures name missing and ambiguous flags on purpose
-        reach = Reach(Interpreter(FlagEffects(resolver, flag)), graph)
-        entries = sorted(qn for qn, s in resolver.p.scopes.items() if s.kind is not ScopeKind.CLASS)
+        reach = Reach(Interpreter(FlagEffects(graph, flag)))
+        entries = sorted(
+            qn for qn, s in graph.program.scopes.items() if s.kind is not ScopeKind.CLASS
+        )
         for entry in entries[:limit]:
             for start in STARTS:
                 want = forward_cost(reach, entry, start)

@@ -1,0 +1,710 @@
+"""Interpret: what one function body does to the flag, flow-sensitively.
+
+The flag's state is tiny: it may be *unset* (its initial value), *set* (any
+other value), or either. Function bodies are interpreted flow-sensitively
+(statement order, ``with`` bodies, ``try/finally``, branches, loops, early
+returns, exceptions through ``except``, ``finally`` and with-exits); calls
+apply the callee's *transfer* (what it leaves the flag as), computed to a
+fixpoint for the few functions that can reach a write. ``reach`` searches
+over the runs this module computes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from flagtrace.effects import FlagEffects, ValueKind, classify_const, sets_flag
+from flagtrace.model import (
+    Branch,
+    CallExpr,
+    CallKind,
+    CallStep,
+    ConstExpr,
+    DecoratorKind,
+    Expr,
+    Flow,
+    Location,
+    RaiseStep,
+    ReadStep,
+    ReturnStep,
+    Scope,
+    ScopeKind,
+    TryBlock,
+    WithBlock,
+    WriteStep,
+    YieldStep,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SetEvent:
+    """Where the flag became set: entering a context manager, or a setter call."""
+
+    kind: str  # "enter" | "set"
+    function: str
+    location: Location
+    via: str  # the setter's qualname
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    unset: bool
+    set: bool
+    origin: SetEvent | None = None  # set inside the current function (None: inherited)
+
+    @property
+    def key(self) -> tuple[bool, bool]:
+        return (self.unset, self.set)
+
+    def join(self, other: State | None) -> State:
+        if other is None:
+            return self
+        return State(self.unset or other.unset, self.set or other.set, self.origin or other.origin)
+
+
+UNSET = State(True, False)
+SET = State(False, True)
+
+
+def join(a: State | None, b: State | None) -> State | None:
+    if a is None:
+        return b
+    return a.join(b)
+
+
+@dataclass(slots=True)
+class Run:
+    """What interpreting one function body from one entry state observed."""
+
+    calls: list[tuple[int, State]] = field(default_factory=list)  # (site, state before the call)
+    reads: list[tuple[Location, str | None, State]] = field(default_factory=list)
+    exit: State | None = None  # normal returns
+    raised: State | None = None  # exceptions leaving the function
+    yields: State | None = None
+
+
+class Interpreter:
+    """Abstract interpretation of flows for one flag."""
+
+    def __init__(self, effects: FlagEffects) -> None:
+        self.fx = effects
+        self.graph = effects.graph
+        self.p = effects.p
+        self.transfer: dict[tuple[str, bool], tuple[bool, bool]] = {}  # on normal return
+        self.raise_transfer: dict[tuple[str, bool], tuple[bool, bool]] = {}  # on an exception
+        self.writers = self._functions_reaching_writes()
+        #: where setters are used (``with`` items, setter calls), filled on demand by verdicts
+        self.setter_uses: list[tuple[str, Location]] | None = None
+        self._protected_memo: dict[str, bool] = {}
+        self._reading: set[str] | None = None  # transfers read by the run in progress
+        self._site_memo: dict[tuple[str, int], tuple[bool, tuple[str, ...], tuple[str, ...]]] = {}
+        self._compute_transfers()
+
+    # ---------------------------------------------------------------- transfers
+
+    def _functions_reaching_writes(self) -> set[str]:
+        """The functions that write the flag, and every scope that calls them,
+        transitively: the only ones whose transfer can differ from identity."""
+        out: set[str] = set()
+        todo = deque(self.fx.writes)
+        while todo:
+            qn = todo.popleft()
+            if qn in out:
+                continue
+            out.add(qn)
+            todo.extend(self.graph.scope_callers(qn))
+        return out
+
+    def _transfer(self, qn: str, entry_set: bool) -> tuple[bool, bool]:
+        """(may be unset, may be set) after ``qn`` returns normally; records the read."""
+        if self._reading is not None:
+            self._reading.add(qn)
+        return self.transfer.get((qn, entry_set), (entry_set is False, entry_set))
+
+    def _raised(self, qn: str, entry_set: bool) -> tuple[bool, bool]:
+        """(may be unset, may be set) when an exception leaves ``qn``; records the read."""
+        if self._reading is not None:
+            self._reading.add(qn)
+        return self.raise_transfer.get((qn, entry_set), (False, False))
+
+    def _compute_transfers(self) -> None:
+        """Least fixpoint: every function starts as 'never returns' and only gains
+        exits, so a cycle cannot keep a state alive that no path produces.
+
+        Each function's run records whose transfers it read (through calls,
+        entered context managers, exits); only those readers run again when a
+        transfer grows. Transfers are four booleans per
+        function that only ever go from False to True, so this terminates. Each
+        pass runs, in callee-first order, only the functions marked dirty (a
+        transfer they read grew): acyclic code runs once per entry state, and a
+        cycle reruns only what its growth reaches."""
+        for qn in self.writers:
+            for entry_set in (False, True):
+                self.transfer[(qn, entry_set)] = (False, False)
+                self.raise_transfer[(qn, entry_set)] = (False, False)
+        readers: dict[str, set[str]] = {}
+        order = self._callees_first()
+        dirty = set(order)
+        while dirty:  # passes in callees-first order; a clean function is skipped
+            for qn in order:
+                if qn not in dirty:
+                    continue
+                dirty.discard(qn)
+                if self._run_transfer(qn, readers):
+                    dirty.update(readers.get(qn, ()))
+
+    def _run_transfer(self, qn: str, readers: dict[str, set[str]]) -> bool:
+        """Interpret ``qn`` from both entry states; grow its transfers. True if they grew."""
+        scope = self.p.scopes.get(qn)
+        if scope is None or scope.kind is ScopeKind.CLASS:
+            return False
+        self._reading = set()
+        changed = False
+        try:
+            for entry_set in (False, True):
+                run = self.run(scope, SET if entry_set else UNSET)
+                out = run.exit.key if run.exit is not None else (False, False)
+                exc = run.raised.key if run.raised is not None else (False, False)
+                old_out = self.transfer[(qn, entry_set)]
+                old_exc = self.raise_transfer[(qn, entry_set)]
+                out = (out[0] or old_out[0], out[1] or old_out[1])  # only ever grows
+                exc = (exc[0] or old_exc[0], exc[1] or old_exc[1])
+                if old_out != out or old_exc != exc:
+                    self.transfer[(qn, entry_set)] = out
+                    self.raise_transfer[(qn, entry_set)] = exc
+                    changed = True
+            for callee in self._reading:
+                readers.setdefault(callee, set()).add(qn)
+        finally:
+            self._reading = None
+        return changed
+
+    def _callees_first(self) -> list[str]:
+        """The writers, callees before callers where the call graph allows (the
+        strongly connected components in reverse topological order)."""
+        import networkx as nx
+
+        graph = nx.DiGraph()
+        graph.add_nodes_from(sorted(self.writers))
+        for (qn, _), callees in self.graph.call_sites():
+            if qn in self.writers:
+                graph.add_edges_from(
+                    (qn, c.qualname)
+                    for c in callees
+                    if c.qualname in self.writers and c.qualname != qn
+                )
+        condensed = nx.condensation(graph)
+        order: list[str] = []
+        for component in reversed(
+            list(
+                nx.lexicographical_topological_sort(
+                    condensed, key=lambda c: min(condensed.nodes[c]["members"])
+                )
+            )
+        ):
+            order.extend(sorted(condensed.nodes[component]["members"]))
+        return order
+
+    def is_cm(self, qn: str) -> bool:
+        """Is ``qn`` a generator context manager (``@contextmanager``)?"""
+        scope = self.p.scopes.get(qn)
+        return (
+            scope is not None
+            and scope.is_generator
+            and DecoratorKind.CONTEXTMANAGER in self.graph.values.decorator_kinds(qn)
+        )
+
+    def _site_callees(
+        self, qualname: str, site: int
+    ) -> tuple[bool, tuple[str, ...], tuple[str, ...]]:
+        """A call site's callees as the transfers see them, memoised (a by-name
+        site can have hundreds): whether some analysed callee cannot change the
+        flag (the state passes through it), the analysed callees that can (not
+        context managers: entering one is the ``with``'s business), and every
+        callee that can raise with the flag changed."""
+        memo = self._site_memo.get((qualname, site))
+        if memo is not None:
+            return memo
+        callees = self.graph.site_callees(qualname, site)
+        passive = False
+        active: list[str] = []
+        raising: list[str] = []
+        for c in callees:
+            changes = c.qualname in self.writers and not self.is_cm(c.qualname)
+            if changes:
+                raising.append(c.qualname)
+            if c.analysed:
+                if changes:
+                    active.append(c.qualname)
+                else:
+                    passive = True
+        split = (passive, tuple(active), tuple(raising))
+        self._site_memo[(qualname, site)] = split
+        return split
+
+    def apply_call(self, scope: Scope, site: int, state: State) -> State:
+        """The state after a call, given the callees' transfers."""
+        passive, active, _ = self._site_callees(scope.qualname, site)
+        if not active:
+            return state
+        result: State | None = state if passive else None
+        call = scope.calls[site]
+        for qn in active:
+            param_write = self._parameter_write(qn)
+            if param_write is not None:
+                result = join(result, self._param_setter(scope, call, qn, param_write, state))
+                continue
+            outs: list[tuple[bool, bool]] = []
+            if state.unset:
+                outs.append(self._transfer(qn, False))
+            if state.set:
+                outs.append(self._transfer(qn, True))
+            unset = any(o[0] for o in outs)
+            set_ = any(o[1] for o in outs)
+            origin = state.origin
+            if set_ and state.unset and self._transfer(qn, False)[1]:
+                origin = (
+                    origin
+                    if state.set
+                    else SetEvent("set", scope.qualname, call.location, qn, call.text)
+                )
+            result = join(result, State(unset, set_, origin if set_ else None))
+        return result if result is not None else state
+
+    def _parameter_write(self, qn: str) -> str | None:
+        for w in self.fx.writes.get(qn, ()):
+            if w.kind is ValueKind.PARAMETER:
+                return w.param
+        return None
+
+    def _param_setter(self, scope: Scope, call: object, qn: str, param: str, state: State) -> State:
+        """``set_flag(True)``: the argument decides."""
+        from flagtrace.model import CallSite
+
+        assert isinstance(call, CallSite)
+        target = self.p.scopes[qn]
+        names = [p.name for p in target.params]
+        value = None
+        if self.p.method_class(qn) is not None and names:
+            names = names[1:]
+        for i, arg in enumerate(call.args):
+            if arg.keyword == param or (
+                arg.keyword is None and i < len(names) and names[i] == param
+            ):
+                value = arg.value
+        initial = self.fx.flag.initial_kind
+        if isinstance(value, ConstExpr):
+            sets = sets_flag(classify_const(value.value), initial)
+        else:
+            sets = None
+        event = SetEvent("set", scope.qualname, call.location, qn, call.text)
+        if sets is True:
+            return State(False, True, event)
+        if sets is False:
+            return UNSET
+        return State(True, True, state.origin if state.set else event)
+
+    # ---------------------------------------------------------------- bodies
+
+    def run(
+        self,
+        scope: Scope,
+        entry: State,
+        resume: State | None = None,
+    ) -> Run:
+        """Interpret ``scope``'s body from the state ``entry``; ``resume`` is the
+        state a ``yield`` resumes with (the ``with`` body's end, for a generator
+        context manager's exit)."""
+        out = Run()
+        ctx = _Ctx(scope, entry, resume, out)
+        end = self._block(scope.flow, entry, ctx)
+        out.exit = join(out.exit, end)
+        return out
+
+    def _block(self, flow: Iterable[Flow], state: State | None, ctx: _Ctx) -> State | None:
+        for step in flow:
+            if state is None:
+                return None
+            state = self._step(step, state, ctx)
+        return state
+
+    def _step(self, step: Flow, state: State, ctx: _Ctx) -> State | None:
+        t = type(step)
+        scope = ctx.scope
+        if t is CallStep:
+            site = step.site  # type: ignore[union-attr]
+            ctx.run.calls.append((site, state))
+            for acc in self.fx.accessor_callees(scope, site):
+                ctx.run.reads.append((scope.calls[site].location, acc, state))
+            call = scope.calls[site]
+            if call.kind is not CallKind.CALL:
+                return state
+            entered = self._enter_context_call(scope, site, state)
+            if entered is not None:
+                return entered
+            self._callee_raises(scope, site, state, ctx)
+            return self.apply_call(scope, site, state)
+        if t is ReadStep:
+            if self.fx.is_flag_read(scope, step):  # type: ignore[arg-type]
+                ctx.run.reads.append((step.location, None, state))  # type: ignore[union-attr]
+            return state
+        if t is WriteStep:
+            w = self.fx.write_of(step)  # type: ignore[arg-type]
+            if w is None:
+                return state
+            if w.kind is ValueKind.RESTORE:
+                return ctx.entry
+            sets = sets_flag(w.kind, self.fx.flag.initial_kind)
+            event = SetEvent(
+                "set", scope.qualname, w.location, scope.qualname, f"{self.fx.flag.name} = {w.text}"
+            )
+            if sets is True:
+                return State(False, True, event)
+            if sets is False:
+                return UNSET
+            return State(True, True, state.origin if state.set else event)
+        if t is YieldStep:
+            ctx.run.yields = join(ctx.run.yields, state)
+            return ctx.resume if ctx.resume is not None else state
+        if t is ReturnStep or t is RaiseStep:
+            # leaving through enclosing ``with`` exits and ``finally`` blocks,
+            # innermost first; each runs with only the handlers outside it, so a
+            # ``return`` inside a ``finally`` does not re-enter that ``finally``
+            exceptional = t is RaiseStep
+            out = _leave_through(ctx, state, exceptional)
+            if exceptional:
+                ctx.run.raised = join(ctx.run.raised, out)
+            else:
+                ctx.run.exit = join(ctx.run.exit, out)
+            return None
+        if t is WithBlock:
+            return self._with(step, state, ctx)  # type: ignore[arg-type]
+        if t is TryBlock:
+            assert isinstance(step, TryBlock)
+            raised: list[State] = []
+
+            def through_try(
+                st: State, exceptional: bool, fb: tuple[Flow, ...] = step.finalbody
+            ) -> State | None:
+                if exceptional and step.handlers:
+                    raised.append(st)  # an except clause here may catch it
+                return self._block(fb, st, ctx) if fb else st
+
+            ctx.exit_handlers.append(through_try)
+            try:
+                body_end = self._block(step.body, state, ctx)
+            finally:
+                ctx.exit_handlers.pop()
+            handler_in = state.join(body_end) if body_end is not None else state
+            for st in raised:
+                handler_in = handler_in.join(st)
+            ends: State | None = None
+            if step.orelse:
+                ends = self._block(step.orelse, body_end, ctx) if body_end is not None else None
+            else:
+                ends = body_end
+            for h in step.handlers:
+                ends = join(ends, self._block(h, handler_in, ctx))
+            if step.finalbody:
+                # the finally block also runs on the exceptional path
+                self._block(step.finalbody, handler_in, ctx)
+                if ends is None:
+                    return None
+                return self._block(step.finalbody, ends, ctx)
+            return ends
+        if t is Branch:
+            assert isinstance(step, Branch)
+            if step.loop:
+                once = self._block(step.body, state, ctx)
+                again = self._block(step.body, state.join(once), ctx) if once is not None else None
+                after = state.join(once).join(again) if once is not None else state
+                if step.orelse:
+                    return join(self._block(step.orelse, after, ctx), None)
+                return after
+            a = self._block(step.body, state, ctx)
+            b = self._block(step.orelse, state, ctx) if step.orelse else state
+            return join(a, b)
+        return state
+
+    def _with(self, step: WithBlock, state: State, ctx: _Ctx) -> State | None:
+        scope = ctx.scope
+        inside = state
+        exits: list[
+            tuple[str, State, str]
+        ] = []  # (kind, state before, qualname) to undo after the body
+        for item in step.items:
+            for kind, qn in self._context_managers(scope, item.expr):
+                before = inside
+                if kind == "cm":
+                    run = self.run(self.p.scopes[qn], before)
+                    now = run.yields if run.yields is not None else before
+                else:  # class-based: __enter__'s transfer
+                    now = self._apply_function(qn, before)
+                inside = self._entered_state(
+                    before, now, scope.qualname, step.location, qn, item.text
+                )
+                exits.append((kind, before, qn))
+
+        def leave(end: State, exceptional: bool = False) -> State:
+            for kind, before, qn in reversed(exits):
+                if kind == "cm":
+                    if exceptional and not self._reset_survives_exceptions(qn):
+                        continue  # the exception skips a reset that is not in ``finally``
+                    run = self.run(self.p.scopes[qn], before, resume=end)
+                    end = run.exit if run.exit is not None else end
+                else:
+                    exit_qn = qn.rpartition(".")[0] + (
+                        ".__aexit__" if qn.endswith("__aenter__") else ".__exit__"
+                    )
+                    end = self._apply_function(exit_qn, end)
+            return end
+
+        suppressed: list[State] = []
+        swallows = any(self._may_suppress(scope, item) for item in step.items)
+
+        def through_with(st: State, exceptional: bool) -> State:
+            out = leave(st, exceptional)
+            if exceptional and swallows:
+                suppressed.append(out)  # contextlib.suppress, an __exit__ returning True...
+            return out
+
+        ctx.exit_handlers.append(through_with)
+        try:
+            end = self._block(step.body, inside, ctx)
+        finally:
+            ctx.exit_handlers.pop()
+        if end is not None:
+            end = leave(end)
+        for st in suppressed:
+            end = join(end, st)
+        if end is None:
+            return None
+        if any(self._is_exit_stack(scope, item.expr) for item in step.items):
+            return state.join(UNSET) if not state.set else state
+        return end
+
+    def _entered_state(
+        self, before: State, now: State, function: str, location: Location, cm: str, text: str
+    ) -> State:
+        """The state inside a setter context manager, with where it became set:
+        the ``enter`` itself unless the flag was surely set already."""
+        if not now.set:
+            return now
+        if before.set and not before.unset:
+            return State(now.unset, True, before.origin)
+        return State(now.unset, True, SetEvent("enter", function, location, _setter_name(cm), text))
+
+    def _reset_survives_exceptions(self, cm: str) -> bool:
+        """Does the generator context manager's reset run when the body raises
+        (its ``yield`` sits in a ``try`` whose ``finally`` or ``except`` writes)?"""
+        memo = self._protected_memo.get(cm)
+        if memo is None:
+            memo = self._protected_memo[cm] = _yield_protected(self.p.scopes[cm].flow, self.fx)
+        return memo
+
+    def _may_suppress(self, scope: Scope, item: object) -> bool:
+        """Can this ``with`` item swallow an exception from its body?
+        ``contextlib.suppress``, a class whose ``__exit__`` may return a true
+        value, a generator context manager that catches around its ``yield``."""
+        from flagtrace.model import ReturnStep as Ret
+        from flagtrace.model import WithItem
+
+        assert isinstance(item, WithItem)
+        if "suppress(" in item.text:
+            return True
+        if isinstance(item.expr, CallExpr):
+            for c in self.graph.site_callees(scope.qualname, item.expr.site):
+                target = self.p.scopes.get(c.qualname)
+                if (
+                    target is not None
+                    and target.is_generator
+                    and _catches_around_yield(target.flow)
+                ):
+                    return True
+        values = self.graph.values
+        for cls in values.instance_classes(scope.qualname, item.expr):
+            for exit_qn in values.methods(cls, "__exit__", "__aexit__"):
+                exit_scope = self.p.scopes.get(exit_qn)
+                if exit_scope is None:
+                    continue
+                for st in _walk(exit_scope.flow):
+                    if isinstance(st, Ret) and st.value is not None:
+                        if not (
+                            isinstance(st.value, ConstExpr) and st.value.value in ("False", "None")
+                        ):
+                            return True
+        return False
+
+    def _callee_raises(self, scope: Scope, site: int, state: State, ctx: _Ctx) -> None:
+        """A callee that can leave the flag set by raising (its exception skipped a
+        reset) raises here too: the exception runs the enclosing ``with`` exits and
+        ``finally`` blocks, may be caught by an enclosing ``except``, or leaves
+        this function. The call's normal continuation is ``apply_call``'s."""
+        exc: State | None = None
+        for qn in self._site_callees(scope.qualname, site)[2]:
+            outs = []
+            if state.unset:
+                outs.append(self._raised(qn, False))
+            if state.set:
+                outs.append(self._raised(qn, True))
+            unset, set_ = any(o[0] for o in outs), any(o[1] for o in outs)
+            if set_ and not state.set:
+                call = scope.calls[site]
+                exc = join(
+                    exc,
+                    State(
+                        unset, True, SetEvent("set", scope.qualname, call.location, qn, call.text)
+                    ),
+                )
+            elif unset or set_:
+                exc = join(exc, State(unset, set_, state.origin))
+        if exc is None:
+            return
+        ctx.run.raised = join(ctx.run.raised, _leave_through(ctx, exc, True))
+
+    def _apply_function(self, qn: str, state: State) -> State:
+        if qn not in self.writers:
+            return state
+        outs = []
+        if state.unset:
+            outs.append(self._transfer(qn, False))
+        if state.set:
+            outs.append(self._transfer(qn, True))
+        return State(any(o[0] for o in outs), any(o[1] for o in outs), state.origin)
+
+    def _context_managers(self, scope: Scope, expr: Expr) -> list[tuple[str, str]]:
+        """Setter context managers a ``with`` item enters: ("cm", generator) or
+        ("class", __enter__)."""
+        out: list[tuple[str, str]] = []
+        if isinstance(expr, CallExpr):
+            for c in self.graph.site_callees(scope.qualname, expr.site):
+                if c.qualname in self.writers and self.is_cm(c.qualname):
+                    out.append(("cm", c.qualname))
+        values = self.graph.values
+        for cls in values.instance_classes(scope.qualname, expr):
+            for enter in values.methods(cls, "__enter__", "__aenter__"):
+                if enter in self.writers:
+                    out.append(("class", enter))
+        return out
+
+    def _enter_context_call(self, scope: Scope, site: int, state: State) -> State | None:
+        """``stack.enter_context(cm())``: the rest of the ``with ExitStack()`` body runs inside."""
+        call = scope.calls[site]
+        func = call.func
+        from flagtrace.model import AttrExpr
+
+        if not (
+            isinstance(func, AttrExpr)
+            and func.attr in ("enter_context", "enter_async_context")
+            and call.args
+        ):
+            return None
+        now = state
+        for kind, qn in self._context_managers(scope, call.args[0].value):
+            before = now
+            if kind == "cm":
+                run = self.run(self.p.scopes[qn], before)
+                now = run.yields if run.yields is not None else before
+            else:
+                now = self._apply_function(qn, before)
+            now = self._entered_state(before, now, scope.qualname, call.location, qn, call.text)
+        return now if now is not state else None
+
+    def _is_exit_stack(self, scope: Scope, expr: object) -> bool:
+        if isinstance(expr, CallExpr):
+            return any(
+                c.qualname.endswith("ExitStack")
+                for c in self.graph.site_callees(scope.qualname, expr.site)
+            )
+        return False
+
+
+def _yield_protected(flow: tuple[Flow, ...], fx: FlagEffects, protected: bool = False) -> bool:
+    """True if every ``yield`` sits in a ``try`` whose ``finally`` or handlers write the flag."""
+    result = True
+    for step in flow:
+        if isinstance(step, YieldStep) and not protected:
+            return False
+        if isinstance(step, TryBlock):
+            writes = any(
+                isinstance(s, WriteStep) and fx.write_of(s) is not None
+                for block in (step.finalbody, *step.handlers)
+                for s in _walk(block)
+            )
+            result &= _yield_protected(step.body, fx, protected or writes)
+            for block in (*step.handlers, step.orelse, step.finalbody):
+                result &= _yield_protected(block, fx, protected)
+        elif isinstance(step, WithBlock):
+            result &= _yield_protected(step.body, fx, protected)
+        elif isinstance(step, Branch):
+            result &= _yield_protected(step.body, fx, protected) and _yield_protected(
+                step.orelse, fx, protected
+            )
+    return result
+
+
+def _leave_through(ctx: _Ctx, state: State, exceptional: bool) -> State | None:
+    """Run the exit handlers (with-exits, ``finally`` blocks) a ``return`` or an
+    exception passes on its way out, innermost first; each runs with only the
+    handlers outside it, so a ``return`` inside a ``finally`` does not re-enter it."""
+    out: State | None = state
+    handlers = ctx.exit_handlers
+    try:
+        for i in range(len(handlers) - 1, -1, -1):
+            if out is None:
+                break
+            ctx.exit_handlers = handlers[:i]
+            out = handlers[i](out, exceptional)
+    finally:
+        ctx.exit_handlers = handlers
+    return out
+
+
+def _catches_around_yield(flow: tuple[Flow, ...], inside: bool = False) -> bool:
+    for step in flow:
+        if isinstance(step, YieldStep) and inside:
+            return True
+        if isinstance(step, TryBlock):
+            if _catches_around_yield(step.body, inside or bool(step.handlers)):
+                return True
+            if any(
+                _catches_around_yield(b, inside)
+                for b in (*step.handlers, step.orelse, step.finalbody)
+            ):
+                return True
+        elif isinstance(step, WithBlock):
+            if _catches_around_yield(step.body, inside):
+                return True
+        elif isinstance(step, Branch):
+            if _catches_around_yield(step.body, inside) or _catches_around_yield(
+                step.orelse, inside
+            ):
+                return True
+    return False
+
+
+def _walk(flow: tuple[Flow, ...]) -> Iterable[Flow]:
+    from flagtrace.effects import walk
+
+    return walk(flow)
+
+
+def _setter_name(qn: str) -> str:
+    """``pkg.Mode.__enter__`` is shown as the class ``pkg.Mode``."""
+    if qn.endswith(("__enter__", "__aenter__")):
+        return qn.rpartition(".")[0]
+    return qn
+
+
+@dataclass(slots=True)
+class _Ctx:
+    scope: Scope
+    entry: State
+    resume: State | None
+    run: Run
+    # what a ``return``/``raise`` passes through on its way out: with-exits, finally
+    # blocks; called with (state, exceptional)
+    exit_handlers: list[Callable[[State, bool], State | None]] = field(default_factory=list)

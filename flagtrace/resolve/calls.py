@@ -1,0 +1,249 @@
+"""Calls: what a call site's callee expression evaluates to, what calling a
+value runs, and the callees and argument bindings of one site.
+
+Layers, strongest first, recorded on every callee (see ``Resolution``):
+*direct* (a name, or ``module.name``, bound by def/class/import), *typed* (the
+receiver's type is known), *by-name* (unknown receiver: every analysed method
+of that name; or a library-typed receiver: our subclasses that define it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from flagtrace.model import (
+    AttrExpr,
+    Callee,
+    CallKind,
+    CallSite,
+    NameExpr,
+    ParamKind,
+    Resolution,
+)
+from flagtrace.resolve.state import BOUND, BoundSelf, CallTarget, ResolverBase, Target
+from flagtrace.resolve.values import (
+    BUILTIN,
+    CLASS,
+    CONTAINER,
+    EXTERNAL,
+    FUNCTION,
+    GENERATOR,
+    INSTANCE,
+    MODULE,
+    SUPER,
+    Value,
+    Values,
+    is_dunder,
+    ordered,
+    root_of,
+)
+
+#: builtins that call their function arguments (``map(f, xs)``)
+HIGHER_ORDER_BUILTINS = frozenset({"map", "filter"})
+#: library base classes whose ``__call__`` runs a method of the subclass
+CALL_PROTOCOLS = {
+    "torch.nn.Module": "forward",
+    "torch.nn.modules.module.Module": "forward",
+    "nn.Module": "forward",
+}
+_PASSTHROUGH_DECORATORS = frozenset({"staticmethod", "classmethod", "property"})
+_STRENGTH = {r: i for i, r in enumerate(Resolution)}
+
+#: one argument binding: (function, parameter) and the values it receives
+Binding = tuple[tuple[str, str], Values]
+
+
+class Calls(ResolverBase):
+    def resolve_site(
+        self, qn: str, index: int, site: CallSite
+    ) -> tuple[tuple[Callee, ...], list[Binding], bool]:
+        """The callees of one site, the argument bindings it makes, and whether
+        it knowingly calls nothing analysed (a method of a builtin value, a
+        library class without our ``__init__``)."""
+        targets, by_name = self.callee_values(qn, index, site)
+        callees: dict[str, Callee] = {}
+        bindings: list[Binding] = []
+        implicit = site.kind.implicit  # iteration protocol, raise: only our code
+        decorator = site.kind is CallKind.DECORATOR
+        arg_values: list[Values] | None = None
+        for value, resolution, receiver in targets:
+            if decorator and value[0] is BUILTIN and value[1] in _PASSTHROUGH_DECORATORS:
+                continue
+            for callee_qn, analysed, bound_self, fn in self.call_targets(value):
+                if implicit and not analysed:
+                    continue
+                known = callees.get(callee_qn)
+                if known is None or _STRENGTH[resolution] < _STRENGTH[known.resolution]:
+                    callees[callee_qn] = Callee(callee_qn, resolution, analysed)
+                if fn is not None and resolution is not Resolution.BY_NAME:
+                    # arguments flow only along typed edges: bound through every
+                    # subclass of a library class that defines the method, they made
+                    # every ``forward(hidden_states)`` hold every other's values
+                    if bound_self is BOUND and receiver is not None and receiver[0] is INSTANCE:
+                        bound_self = receiver
+                    if arg_values is None:  # once per site, not once per callee
+                        arg_values = [self.eval(qn, arg.value) for arg in site.args]
+                    bindings.extend(self.bind_arguments(fn, site, bound_self, arg_values))
+            if value[0] is BUILTIN and value[1] in HIGHER_ORDER_BUILTINS:
+                for arg in site.args:
+                    for v in ordered(self.eval(qn, arg.value)):
+                        for callee_qn, analysed, _, _ in self.call_targets(v):
+                            if analysed and v[0] is FUNCTION and callee_qn not in callees:
+                                callees[callee_qn] = Callee(callee_qn, Resolution.TYPED, True)
+        if not callees and by_name and not implicit:
+            for method in self.p.methods_by_name.get(by_name, ()):
+                callees[method] = Callee(method, Resolution.BY_NAME, True)
+        # we know what is called (a class without __init__, a method of a list or
+        # dict, the iteration protocol of a builtin): nothing of ours
+        knowingly_empty = not callees and bool(
+            targets or implicit or self._builtin_receiver(qn, site)
+        )
+        if len(callees) < 2:
+            return tuple(callees.values()), bindings, knowingly_empty
+        return tuple(sorted(callees.values(), key=lambda c: c.qualname)), bindings, False
+
+    def _builtin_receiver(self, qn: str, site: CallSite) -> bool:
+        """``xs.append(x)`` on a list/dict/set display or a builtin value."""
+        func = site.func
+        if not isinstance(func, AttrExpr):
+            return False
+        receivers = self.eval(qn, func.base)
+        return bool(receivers) and all(r[0] in (CONTAINER, BUILTIN, GENERATOR) for r in receivers)
+
+    def callee_values(self, qn: str, index: int, site: CallSite) -> tuple[list[Target], str | None]:
+        """Values the callee expression evaluates to, each with its layer and the
+        receiver it was looked up on, and the method name for by-name dispatch
+        when the receiver is unknown."""
+        memo = self.memo.callee_values.get((qn, index))
+        if memo is not None:
+            return memo
+        func = site.func
+        out: list[Target] = []
+        by_name: str | None = None
+        if isinstance(func, NameExpr):
+            values = self.lookup(qn, func.name)
+            res = Resolution.DIRECT if self.name_is_direct(qn, func.name) else Resolution.TYPED
+            out = [(v, res, None) for v in ordered(values)]
+        elif isinstance(func, AttrExpr):
+            receivers = ordered(self.eval(qn, func.base))
+            root = root_of(func.base)
+            direct = isinstance(root, NameExpr) and all(
+                r[0] in (MODULE, CLASS, EXTERNAL) for r in receivers
+            )
+            if direct and isinstance(root, NameExpr):
+                direct = self.name_is_direct(qn, root.name)
+            res = Resolution.DIRECT if direct else Resolution.TYPED
+            for r in receivers:
+                for v in ordered(self.attribute(r, func.attr, qn)):
+                    out.append((v, res, r))
+            if not is_dunder(func.attr) and (
+                not receivers
+                or (not out and any(r[0] in (INSTANCE, CLASS, SUPER) for r in receivers))
+            ):
+                # unknown receiver, or ours without such an attribute (dynamic, or a
+                # mixin's super() that reaches a sibling class): by name. Not for
+                # dunders: ``__init__`` missing from our class and its bases is
+                # object's or a builtin base's, and by name it matched every
+                # class's (1,164 ``__init__``s for each ``super(C, self).__init__()``
+                # in the standard library). Such a call stays unresolved, and
+                # verdicts that rest on it say so.
+                by_name = func.attr
+            if not any(v[0] is FUNCTION for v, _, _ in out):
+                for r in receivers:
+                    if r[0] is EXTERNAL:
+                        # a library type (``self.model: nn.Module``): our subclasses of it
+                        # that define the method (class-hierarchy dispatch, weak evidence)
+                        for method, sub in self.external_dispatch(r[1], func.attr):
+                            out.append(
+                                ((FUNCTION, method, 1), Resolution.BY_NAME, (INSTANCE, sub, 0))
+                            )
+        else:
+            out = [(v, Resolution.TYPED, None) for v in ordered(self.eval(qn, func))]
+        result = (out, by_name)
+        self.memo.callee_values[(qn, index)] = result
+        return result
+
+    def call_targets(self, value: Value) -> Iterator[CallTarget]:
+        """What calling ``value`` runs: (callee name, analysed?, bound self,
+        function qualname whose parameters receive the arguments)."""
+        kind, name, bound = value
+        if kind is FUNCTION:
+            yield name, True, BOUND if bound else None, name
+        elif kind is CLASS:
+            found = False
+            for v in ordered(self.class_attribute(name, "__init__")):
+                if v[0] is FUNCTION:
+                    found = True
+                    yield v[1], True, (INSTANCE, name, 0), v[1]
+            if not found:
+                for ext in self.run_memo.external_bases.get(name, ()):
+                    yield f"{ext}.__init__", False, None, None
+                    break
+        elif kind is INSTANCE:
+            found = False
+            for v in ordered(self.class_attribute(name, "__call__")):
+                if v[0] is FUNCTION:
+                    found = True
+                    yield v[1], True, value, v[1]
+            protocol = None if found else self._call_protocol(name)
+            if protocol is not None:
+                # torch.nn.Module.__call__ runs forward()
+                method = protocol
+                for v in ordered(self.class_attribute(name, method)):
+                    if v[0] is FUNCTION:
+                        yield v[1], True, value, v[1]
+        elif kind is BUILTIN:
+            yield f"<builtin>.{name}", False, None, None
+        elif kind is EXTERNAL:
+            yield name, False, None, None
+
+    def _call_protocol(self, cls: str) -> str | None:
+        """The method a library base's ``__call__`` runs (``forward``), if any."""
+        return next(
+            (CALL_PROTOCOLS[b] for b in self.external_bases_of(cls) if b in CALL_PROTOCOLS), None
+        )
+
+    def bind_arguments(
+        self,
+        fn: str,
+        site: CallSite,
+        bound_self: Value | BoundSelf | None,
+        arg_values: list[Values],
+    ) -> list[Binding]:
+        """Bind the site's evaluated arguments (``arg_values``) to ``fn``'s parameters."""
+        scope = self.p.scopes.get(fn)
+        if scope is None:
+            return []
+        params = list(scope.params)
+        out: list[Binding] = []
+        positional = [p for p in params if p.kind is ParamKind.POSITIONAL]
+        if bound_self is not None and positional:
+            if not isinstance(bound_self, BoundSelf) and bound_self[0] is INSTANCE:
+                out.append(((fn, positional[0].name), frozenset({bound_self})))
+            positional = positional[1:]
+        by_name = {p.name: p for p in params}
+        star = next((p for p in params if p.kind is ParamKind.VAR_POSITIONAL), None)
+        pos_i = 0
+        for arg, values in zip(site.args, arg_values, strict=True):
+            if not values:
+                continue
+            if arg.keyword is not None:
+                p = by_name.get(arg.keyword)
+                if p is not None:
+                    out.append(((fn, p.name), values))
+            elif arg.star == 1:
+                for p in positional[pos_i:]:
+                    out.append(((fn, p.name), values))
+                if star is not None:
+                    out.append(((fn, star.name), values))
+            elif arg.star == 2:
+                for p in params:
+                    if p.kind in (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY):
+                        out.append(((fn, p.name), values))
+            else:
+                if pos_i < len(positional):
+                    out.append(((fn, positional[pos_i].name), values))
+                elif star is not None:
+                    out.append(((fn, star.name), values))
+                pos_i += 1
+        return out

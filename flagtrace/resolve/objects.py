@@ -1,0 +1,396 @@
+"""Objects: evaluating an expression, attributes of modules, classes and
+instances (fields stored anywhere in the program), what calls return, and what
+flows through containers and iteration."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from flagtrace.model import (
+    AttrExpr,
+    CallExpr,
+    CallKind,
+    ConstExpr,
+    ContainerExpr,
+    ContainerKind,
+    DecoratorKind,
+    Expr,
+    FunctionRefExpr,
+    NameExpr,
+    OpaqueExpr,
+    ScopeKind,
+    SubscriptExpr,
+    SuperExpr,
+)
+from flagtrace.resolve.program import Stored
+from flagtrace.resolve.state import FieldStore, ResolverBase
+from flagtrace.resolve.values import (
+    BUILTIN,
+    CLASS,
+    CONTAINER,
+    EMPTY,
+    EXTERNAL,
+    FUNCTION,
+    GENERATOR,
+    INSTANCE,
+    MAX_EXTERNAL_DEPTH,
+    MODULE,
+    SUPER,
+    ElementsExpr,
+    Value,
+    Values,
+    key_text,
+    looks_like_class,
+    ordered,
+)
+
+_PROPERTIES = frozenset({DecoratorKind.PROPERTY, DecoratorKind.PROPERTY_SETTER})
+#: builtins that return their first argument when used as decorators
+PASSTHROUGH_BUILTINS = frozenset({"staticmethod", "classmethod", "property"})
+
+
+class Objects(ResolverBase):
+    def eval(self, qn: str, expr: Stored) -> Values:
+        """The values ``expr`` may have when evaluated in scope ``qn``."""
+        t = type(expr)
+        if t is NameExpr:
+            assert isinstance(expr, NameExpr)
+            return self.lookup(qn, expr.name)
+        if t is AttrExpr:
+            assert isinstance(expr, AttrExpr)
+            out: set[Value] = set()
+            for base in ordered(self.eval(qn, expr.base)):
+                out |= self.attribute(base, expr.attr, qn)
+            return frozenset(out)
+        if t is CallExpr:
+            assert isinstance(expr, CallExpr)
+            return self.call_result(qn, expr.site)
+        if t is FunctionRefExpr:
+            assert isinstance(expr, FunctionRefExpr)
+            target = self.p.scopes.get(expr.qualname)
+            if target is not None and target.kind is ScopeKind.CLASS:
+                return frozenset({(CLASS, expr.qualname, 0)})
+            return frozenset({(FUNCTION, expr.qualname, 0)})
+        if t is ContainerExpr:
+            assert isinstance(expr, ContainerExpr)
+            if expr.origin not in self.run_memo.containers:
+                self.run_memo.containers[expr.origin] = (qn, expr)
+            return frozenset({(CONTAINER, expr.origin, 0)})
+        if t is SubscriptExpr:
+            assert isinstance(expr, SubscriptExpr)
+            key = key_text(expr.key)
+            out = set()
+            for base in ordered(self.eval(qn, expr.base)):
+                if base[0] is CONTAINER:
+                    out |= self.container_items(base[1], key)
+                elif base[0] is EXTERNAL:
+                    out.add(base)
+            return frozenset(out)
+        if t is OpaqueExpr:
+            assert isinstance(expr, OpaqueExpr)
+            out = set()
+            for part in expr.parts:
+                out |= self.eval(qn, part)
+            return frozenset(out)
+        if t is ElementsExpr:
+            assert isinstance(expr, ElementsExpr)
+            return frozenset(self._elements(set(self.eval(qn, expr.value))))
+        if t is SuperExpr:
+            cls = self.p.enclosing_class(qn)
+            return frozenset({(SUPER, cls, 0)}) if cls else EMPTY
+        return EMPTY
+
+    # ------------------------------------------------------------ attributes
+
+    def attribute(self, value: Value, attr: str, from_qn: str) -> Values:
+        """``value.attr``."""
+        kind, name, _ = value
+        if kind is MODULE:
+            return self.module_attribute(name, attr)
+        if kind is CLASS:
+            out: set[Value] = set()
+            for v in self.class_attribute(name, attr):
+                if v[0] is FUNCTION and self.is_classmethod(v[1]):
+                    out.add((FUNCTION, v[1], 1))
+                else:
+                    out.add(v)
+            return frozenset(out)
+        if kind is INSTANCE:
+            return self.instance_attribute(name, attr)
+        if kind is SUPER:
+            mro = self.mro(name)
+            out = set()
+            for cls in mro[1:]:
+                members = self.own_member(cls, attr)
+                if members:
+                    out |= {
+                        (FUNCTION, v[1], 1)
+                        if v[0] is FUNCTION and not self.is_staticmethod(v[1])
+                        else v
+                        for v in members
+                    }
+                    break
+            else:
+                for ext in self.run_memo.external_bases.get(name, ()):
+                    out.add((EXTERNAL, f"{ext}.{attr}", 0))
+                    break
+            return frozenset(out)
+        if kind is EXTERNAL:
+            if name.count(".") >= MAX_EXTERNAL_DEPTH:
+                return EMPTY
+            return frozenset({(EXTERNAL, f"{name}.{attr}", 0)})
+        return EMPTY
+
+    def instance_attribute(self, cls: str, attr: str) -> Values:
+        """``obj.attr`` for an instance of ``cls``: what any code stores to that
+        field of such instances, class members (methods bound, properties as
+        what they return), annotations, or the library base's attribute."""
+        key = (cls, attr)
+        memo = self.memo.fields.get(key)
+        if memo is not None:
+            return memo
+        busy = ("field", cls, attr)
+        in_progress = self.memo.in_progress
+        if busy in in_progress:
+            return EMPTY
+        in_progress.add(busy)
+        out: set[Value] = set()
+        try:
+            mro = self.mro(cls)
+            for scope_qn, value, ann in self._field_stores(mro, attr):
+                out |= self.eval(scope_qn, value)
+                if ann:
+                    out |= self.annotation_values(scope_qn, ann)
+            for v in ordered(self.class_attribute(cls, attr)):
+                if v[0] is FUNCTION:
+                    kinds = self.decorator_kinds(v[1])
+                    if DecoratorKind.STATICMETHOD in kinds:
+                        out.add(v)
+                    elif kinds & _PROPERTIES:
+                        out |= self.returns(v[1])
+                    else:
+                        out.add((FUNCTION, v[1], 1))
+                else:
+                    out.add(v)
+            for owner in mro:
+                for ann in self.p.annotations.get((owner, attr), ()):
+                    out |= self.annotation_values(owner, ann)
+            if not out:
+                for ext in self.run_memo.external_bases.get(cls, ()):
+                    out.add((EXTERNAL, f"{ext}.{attr}", 0))
+                    break
+        finally:
+            in_progress.discard(busy)
+        frozen = frozenset(out)
+        self.memo.fields[key] = frozen
+        return frozen
+
+    def _field_stores(self, mro: tuple[str, ...], attr: str) -> list[FieldStore]:
+        """The stores ``base.attr = value`` whose base holds an instance of a
+        class in ``mro``, each once."""
+        by_class = self._fields_by_class(attr)
+        if by_class is None:  # being built further up the stack: scan
+            mro_set = set(mro)
+            return [
+                (scope_qn, value, ann)
+                for scope_qn, base, value, ann in self.p.field_assigns.get(attr, ())
+                if any(
+                    b[0] is INSTANCE and b[1] in mro_set for b in self._field_base(scope_qn, base)
+                )
+            ]
+        seen: set[int] = set()
+        stores = []
+        for owner in mro:
+            for store in by_class.get(owner, ()):
+                if id(store) not in seen:
+                    seen.add(id(store))
+                    stores.append(store)
+        return stores
+
+    def _fields_by_class(self, attr: str) -> dict[str, list[FieldStore]] | None:
+        """The stores ``base.attr = value`` by the class of the instances ``base``
+        holds, built once per round and attribute (the scan over every store of
+        the attribute, for every class asked about, dominated resolution); None
+        while it is being built (a base that reads the same attribute)."""
+        memo = self.memo
+        index = memo.fields_by_class.get(attr)
+        if index is not None:
+            return index
+        if attr in memo.indexing_fields:
+            return None
+        memo.indexing_fields.add(attr)
+        try:
+            index = defaultdict(list)
+            for scope_qn, base, value, ann in self.p.field_assigns.get(attr, ()):
+                store = (scope_qn, value, ann)
+                classes = {b[1] for b in self._field_base(scope_qn, base) if b[0] is INSTANCE}
+                for cls in sorted(classes):
+                    index[cls].append(store)
+        finally:
+            memo.indexing_fields.discard(attr)
+        memo.fields_by_class[attr] = index
+        return index
+
+    def _field_base(self, scope_qn: str, base: Expr) -> Values:
+        key = (scope_qn, id(base))
+        memo = self.memo.field_bases.get(key)
+        if memo is None:
+            memo = self.memo.field_bases[key] = self.eval(scope_qn, base)
+        return memo
+
+    # ------------------------------------------------------------ calls
+
+    def returns(self, qn: str) -> Values:
+        """What calling function ``qn`` returns (a generator function: its generator)."""
+        memo = self.memo.returns.get(qn)
+        if memo is not None:
+            return memo
+        key = ("ret", qn)
+        in_progress = self.memo.in_progress
+        if key in in_progress:
+            return EMPTY
+        in_progress.add(key)
+        out: set[Value] = set()
+        try:
+            scope = self.p.scopes.get(qn)
+            if scope is not None:
+                if scope.is_generator:
+                    out.add((GENERATOR, qn, 0))
+                else:
+                    for r in scope.returns:
+                        out |= self.eval(qn, r)
+                if scope.returns_annotation and scope.parent is not None:
+                    out |= self.annotation_values(scope.parent, scope.returns_annotation)
+        finally:
+            in_progress.discard(key)
+        frozen = frozenset(out)
+        self.memo.returns[qn] = frozen
+        return frozen
+
+    def call_result(self, qn: str, index: int) -> Values:
+        """What call site ``index`` of scope ``qn`` returns."""
+        key = (qn, index)
+        memo = self.memo.call_results.get(key)
+        if memo is not None:
+            return memo
+        busy = ("call", qn, index)
+        in_progress = self.memo.in_progress
+        if busy in in_progress:
+            return EMPTY
+        in_progress.add(busy)
+        out: set[Value] = set()
+        try:
+            site = self.p.scopes[qn].calls[index]
+            targets, _ = self.callee_values(qn, index, site)
+            decorator = site.kind is CallKind.DECORATOR
+            for value, _res, _recv in targets:
+                kind, name, _ = value
+                if kind is FUNCTION:
+                    out |= self.returns(name)
+                elif kind is CLASS:
+                    out.add((INSTANCE, name, 0))
+                elif kind is INSTANCE:
+                    for _callee, _, _, fn in self.call_targets(value):
+                        if fn is not None:
+                            out |= self.returns(fn)
+                elif kind is EXTERNAL:
+                    if decorator and site.args:
+                        out |= self.eval(qn, site.args[0].value)
+                    elif looks_like_class(name):
+                        # an instance of a library class: ext.Cls().fun -> ext.Cls.fun
+                        out.add(value)
+                elif kind is BUILTIN:
+                    if name in PASSTHROUGH_BUILTINS and site.args:
+                        out |= self.eval(qn, site.args[0].value)
+            if decorator and not targets and site.args:
+                out |= self.eval(qn, site.args[0].value)
+        finally:
+            in_progress.discard(busy)
+        frozen = frozenset(out)
+        self.memo.call_results[key] = frozen
+        return frozen
+
+    # ------------------------------------------------------------ containers
+
+    def container_items(self, origin: str, key: str | None) -> Values:
+        """Values stored in a container display under ``key`` (None: any key)."""
+        contents = self._container_contents(origin)
+        if key is None or key not in contents:
+            out: set[Value] = set()
+            for values in contents.values():
+                out |= values
+            return frozenset(out)
+        return frozenset(contents[key] | contents.get("*", set()))
+
+    def _container_contents(self, origin: str) -> dict[str, set[Value]]:
+        memo = self.memo.container_contents.get(origin)
+        if memo is not None:
+            return memo
+        contents: dict[str, set[Value]] = defaultdict(set)
+        self.memo.container_contents[origin] = contents
+        qn, expr = self.run_memo.containers[origin]
+        keys: tuple[Expr | None, ...] = (
+            expr.keys if expr.keys else tuple(ConstExpr(str(i)) for i in range(len(expr.items)))
+        )
+        if expr.kind is ContainerKind.SET:
+            keys = (None,) * len(expr.items)
+        for k, item in zip(keys, expr.items, strict=False):
+            slot = key_text(k) if k is not None else "*"
+            contents[slot or "*"] |= self.eval(qn, item)
+        for key, values in self.memo.container_stores.get(origin, {}).items():
+            contents[key] |= values
+        return contents
+
+    def collect_stores(self) -> None:
+        """``d[k] = v``, ``d.update(...)``, ``l.append(v)``: what flows into
+        containers, gathered once at the start of a round."""
+        stores: dict[str, dict[str, set[Value]]] = defaultdict(lambda: defaultdict(set))
+        for qn, base, key, value in self.p.container_stores:
+            values = self.eval(qn, value)
+            if not values:
+                continue
+            for b in ordered(self.eval(qn, base)):
+                if b[0] is not CONTAINER:
+                    continue
+                if key == "**":  # update(other_display): merge its keys
+                    for v in ordered(values):
+                        if v[0] is CONTAINER:
+                            for k2, vs in self._container_contents(v[1]).items():
+                                stores[b[1]][k2] |= vs
+                    continue
+                stores[b[1]][key or "*"] |= values
+        self.memo.container_stores = stores
+        self.memo.container_contents = {}
+
+    def _elements(self, values: set[Value]) -> set[Value]:
+        """What iterating over ``values`` yields."""
+        out: set[Value] = set()
+        for v in ordered(values):
+            kind, name, _ = v
+            if kind is CONTAINER:
+                out |= self.container_items(name, None)
+            elif kind is GENERATOR:
+                out |= self.generator_values(name)
+            elif kind is INSTANCE:
+                for it in ordered(self.class_attribute(name, "__iter__")):
+                    if it[0] is not FUNCTION:
+                        continue
+                    for obj in ordered(self.returns(it[1])):
+                        if obj[0] is INSTANCE:
+                            for nxt in ordered(self.class_attribute(obj[1], "__next__")):
+                                if nxt[0] is FUNCTION:
+                                    out |= self.returns(nxt[1])
+                        elif obj[0] is GENERATOR:
+                            out |= self.generator_values(obj[1])
+            else:
+                out.add(v)
+        return out
+
+    def generator_values(self, qn: str) -> Values:
+        scope = self.p.scopes.get(qn)
+        if scope is None:
+            return EMPTY
+        out: set[Value] = set()
+        for y in scope.yields:
+            out |= self.eval(qn, y)
+        return frozenset(out)

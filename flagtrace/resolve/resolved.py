@@ -1,0 +1,95 @@
+"""What resolution hands to the later stages: a frozen ``ResolvedProgram``.
+
+Later stages never see the resolver's tables, memos or value tuples. They get
+the summaries (``program``), the callees of every call site, the sites that
+knowingly call nothing analysed, and a ``ValueQuery`` for the few value
+questions the flag analysis asks (is this alias the flag's module? which
+classes can this ``with`` item be an instance of?).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from flagtrace.model import Callee, DecoratorKind, Expr
+from flagtrace.resolve.program import Program
+from flagtrace.resolve.rounds import Resolver, SiteKey
+from flagtrace.resolve.values import FUNCTION, INSTANCE, MODULE, Values, ordered
+
+
+class ValueQuery:
+    """Value questions about the resolved program, answered with the values of
+    resolution's last round."""
+
+    def __init__(self, resolver: Resolver) -> None:
+        self._r = resolver
+
+    def names_module(self, qn: str, dotted: str, module: str) -> bool:
+        """Does ``dotted`` (``st`` or ``pkg.state``), read in scope ``qn``, refer
+        to the analysed module ``module``?"""
+        r = self._r
+        first, *rest = dotted.split(".")
+        values: Values = r.lookup(qn, first)
+        for part in rest:
+            values = frozenset(v for b in ordered(values) for v in r.attribute(b, part, qn))
+        return (MODULE, module, 0) in values
+
+    def instance_classes(self, qn: str, expr: Expr) -> list[str]:
+        """Analysed classes whose instances ``expr`` may evaluate to in ``qn``."""
+        return [name for kind, name, _ in ordered(self._r.eval(qn, expr)) if kind is INSTANCE]
+
+    def functions(self, qn: str, expr: Expr) -> list[str]:
+        """Analysed functions (or bound methods) ``expr`` may evaluate to in ``qn``."""
+        return [name for kind, name, _ in ordered(self._r.eval(qn, expr)) if kind is FUNCTION]
+
+    def decorator_kinds(self, qn: str) -> frozenset[DecoratorKind]:
+        """What ``qn``'s decorators make of it (a context manager, a static method...)."""
+        return self._r.decorator_kinds(qn)
+
+    def methods(self, cls: str, *names: str) -> list[str]:
+        """The functions bound to any of ``names`` on class ``cls`` (through its MRO)."""
+        found: set[str] = set()
+        for name in names:
+            found.update(n for kind, n, _ in self._r.class_attribute(cls, name) if kind is FUNCTION)
+        return sorted(found)
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedProgram:
+    """The analysed code with every call site resolved."""
+
+    program: Program
+    #: (scope qualname, site index) -> callees; class-body sites keep their class scope
+    site_callees: Mapping[SiteKey, tuple[Callee, ...]]
+    #: sites that call nothing analysed, knowingly (a method of a list, a library class)
+    resolved_empty: frozenset[SiteKey]
+    values: ValueQuery
+
+    def callees(self, scope: str, site: int) -> tuple[Callee, ...]:
+        return self.site_callees.get((scope, site), ())
+
+    def sites(self) -> Iterator[tuple[SiteKey, tuple[Callee, ...]]]:
+        """Every resolved site with its callees, in resolution order."""
+        return iter(self.site_callees.items())
+
+    def with_callees(self, added: Mapping[SiteKey, Sequence[Callee]]) -> ResolvedProgram:
+        """A new program whose sites also call ``added`` (jedi's answers); callees
+        a site already has are not added twice. This program is unchanged."""
+        site_callees = dict(self.site_callees)
+        for key, extra in added.items():
+            current = site_callees.get(key, ())
+            for callee in extra:
+                if all(c.qualname != callee.qualname for c in current):
+                    current = (*current, callee)
+            site_callees[key] = current
+        return replace(self, site_callees=site_callees)
+
+
+def resolve_program(resolver: Resolver) -> ResolvedProgram:
+    return ResolvedProgram(
+        program=resolver.p,
+        site_callees=resolver.site_callees,
+        resolved_empty=frozenset(resolver.resolved_empty),
+        values=ValueQuery(resolver),
+    )

@@ -1,0 +1,109 @@
+"""Rounds: resolve every call site, bind arguments to parameters, and repeat
+for the scopes whose parameters gained values, until nothing changes.
+
+Evaluation is demand-driven and memoised within a round; parameter values come
+from the call edges of the previous round, and rounds repeat until no new
+parameter binding appears (higher-order functions need a few).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+
+from flagtrace.model import Callee
+from flagtrace.resolve.calls import Calls
+from flagtrace.resolve.classes import ClassModel
+from flagtrace.resolve.names import Names
+from flagtrace.resolve.objects import Objects
+from flagtrace.resolve.program import Program
+from flagtrace.resolve.state import RoundMemo
+from flagtrace.resolve.values import MAX_VALUES, Value, order_key
+
+MAX_ROUNDS = 4
+SiteKey = tuple[str, int]
+
+
+class Resolver(Calls, Objects, Names, ClassModel):
+    """Runs the rounds; afterwards ``site_callees`` holds every site's callees."""
+
+    def __init__(self, program: Program) -> None:
+        super().__init__(program)
+        self.site_callees: dict[SiteKey, tuple[Callee, ...]] = {}
+        self.resolved_empty: set[SiteKey] = set()  # sites that call nothing of ours, knowingly
+        self._callers: dict[str, set[str]] | None = None
+
+    def run(self) -> None:
+        old_limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(old_limit, 20_000))
+        try:
+            todo: list[str] | None = None  # None: every scope
+            for _ in range(MAX_ROUNDS):
+                self.memo = RoundMemo()
+                self.collect_stores()
+                changed = self._one_round(todo)
+                if not changed:
+                    break
+                todo = self._affected_by(changed)
+        finally:
+            sys.setrecursionlimit(old_limit)
+
+    def _one_round(self, scopes: list[str] | None) -> set[str]:
+        """Resolve the call sites of ``scopes`` (all when None) and bind arguments
+        to parameters; the functions whose parameters gained a value."""
+        new_bindings: dict[tuple[str, str], set[Value]] = defaultdict(set)
+        names = list(self.p.scopes) if scopes is None else scopes
+        for qn in names:
+            scope = self.p.scopes[qn]
+            for i, site in enumerate(scope.calls):
+                callees, bindings, knowingly_empty = self.resolve_site(qn, i, site)
+                self.site_callees[(qn, i)] = callees
+                if knowingly_empty:
+                    self.resolved_empty.add((qn, i))
+                else:
+                    self.resolved_empty.discard((qn, i))
+                for key, values in bindings:
+                    new_bindings[key] |= values
+        changed: set[str] = set()
+        for key, bound in new_bindings.items():
+            current = self.param_values[key]
+            if len(current) >= MAX_VALUES:
+                continue
+            added = bound - current
+            if added:
+                room = MAX_VALUES - len(current)
+                if len(added) > room:  # the cap holds for one large binding too
+                    added = set(sorted(added, key=order_key)[:room])
+                current |= added
+                changed.add(key[0])
+        return changed
+
+    def _affected_by(self, changed: set[str]) -> list[str]:
+        """Scopes whose call sites may resolve differently now that ``changed``
+        functions' parameters hold more values: those functions and what they
+        nest, their callers (call results flow back), and every scope calling a
+        method on an attribute those functions assign (``self.x = param``)."""
+        p = self.p
+        if self._callers is None:
+            callers: dict[str, set[str]] = defaultdict(set)
+            for (qn, _), callees in self.site_callees.items():
+                for c in callees:
+                    callers[c.qualname].add(qn)
+            self._callers = callers
+        out: set[str] = set()
+        frontier = set(changed)
+        for _ in range(3):  # callers of callers: results flow up a few levels
+            nxt: set[str] = set()
+            for qn in frontier:
+                if qn in out:
+                    continue
+                out.add(qn)
+                scope = p.scopes.get(qn)
+                if scope is not None:
+                    out.update(scope.children)
+                nxt |= self._callers.get(qn, set())
+            frontier = nxt
+        attrs = {a.target.attr for qn in changed for a in p.scopes[qn].assignments if a.target.attr}
+        for attr in attrs:
+            out.update(p.attr_users.get(attr, ()))
+        return sorted(qn for qn in out if qn in p.scopes)

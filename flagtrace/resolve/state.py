@@ -1,0 +1,152 @@
+"""The state one resolution carries: the program, what parameters hold, and
+the memo tables, grouped by how long an answer stays true.
+
+A *round* resolves every call site once with the parameter values known so
+far; its answers (a variable's values, a call's result) can grow in the next
+round, so they live in a ``RoundMemo`` that each round starts afresh. Facts
+that no round can change (which scope binds a name, what an annotation names,
+a class's MRO) are kept for the whole run in a ``RunMemo``.
+
+``ResolverBase`` declares the questions the parts of the resolver ask each
+other (``flow``, ``classes`` and ``rounds`` each answer some), so that each
+part can live in its own module and still type-check.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from flagtrace.model import CallSite, ContainerExpr, DecoratorKind, Resolution
+from flagtrace.resolve.program import Program, Stored
+from flagtrace.resolve.values import Value, Values
+
+#: a callee value, the layer that found it, and the receiver it was looked up on
+Target = tuple[Value, Resolution, Value | None]
+#: a field store ``base.attr = value``: (scope, value, annotation)
+FieldStore = tuple[str, Stored, str | None]
+#: what calling a value runs: (callee name, analysed?, bound self, function)
+CallTarget = tuple[str, bool, "Value | BoundSelf | None", str | None]
+
+
+class BoundSelf:
+    """The receiver of a bound method whose instance is not known here: the
+    first parameter is taken, but gets no value from this call."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "BOUND"
+
+
+BOUND = BoundSelf()
+
+
+@dataclass(slots=True)
+class RoundMemo:
+    """Answers valid for one round (parameter values may grow in the next)."""
+
+    variables: dict[tuple[str, str], Values] = field(default_factory=dict)
+    fields: dict[tuple[str, str], Values] = field(default_factory=dict)
+    call_results: dict[tuple[str, int], Values] = field(default_factory=dict)
+    returns: dict[str, Values] = field(default_factory=dict)
+    callee_values: dict[tuple[str, int], tuple[list[Target], str | None]] = field(
+        default_factory=dict
+    )
+    field_bases: dict[tuple[str, int], Values] = field(default_factory=dict)
+    container_contents: dict[str, dict[str, set[Value]]] = field(default_factory=dict)
+    container_stores: dict[str, dict[str, set[Value]]] = field(default_factory=dict)
+    class_attributes: dict[tuple[str, str], Values] = field(default_factory=dict)
+    external_dispatch: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
+    fields_by_class: dict[str, dict[str, list[FieldStore]]] = field(default_factory=dict)
+    indexing_fields: set[str] = field(default_factory=set)
+    #: lookups under way: a lookup that meets itself answers "nothing" (see
+    #: ``values.ordered`` for why the order of visits is fixed)
+    in_progress: set[object] = field(default_factory=set)
+
+
+@dataclass(slots=True)
+class RunMemo:
+    """Answers no round changes: they depend on definitions and imports only."""
+
+    binding_scopes: dict[tuple[str, str], str | None] = field(default_factory=dict)
+    direct_names: dict[tuple[str, str], bool] = field(default_factory=dict)
+    annotations: dict[tuple[str, str], Values] = field(default_factory=dict)
+    mro: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: container displays seen so far, by origin (values of earlier rounds refer to them)
+    containers: dict[str, tuple[str, ContainerExpr]] = field(default_factory=dict)
+    external_bases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    external_subclasses: dict[str, list[str]] | None = None
+    decorators: dict[str, frozenset[DecoratorKind]] = field(default_factory=dict)
+
+
+class ResolverBase:
+    """State shared by the parts of the resolver, and the questions they ask
+    each other (answered by the mixins in ``flow``, ``classes``, ``rounds``)."""
+
+    def __init__(self, program: Program) -> None:
+        self.p = program
+        self.param_values: dict[tuple[str, str], set[Value]] = defaultdict(set)
+        self.memo = RoundMemo()
+        self.run_memo = RunMemo()
+
+    # -- values (flow.py)
+
+    def eval(self, qn: str, expr: Stored) -> Values:
+        raise NotImplementedError
+
+    def lookup(self, qn: str, name: str) -> Values:
+        raise NotImplementedError
+
+    def variable(self, scope_qn: str, name: str) -> Values:
+        raise NotImplementedError
+
+    def attribute(self, value: Value, attr: str, from_qn: str) -> Values:
+        raise NotImplementedError
+
+    def returns(self, qn: str) -> Values:
+        raise NotImplementedError
+
+    def name_is_direct(self, qn: str, name: str) -> bool:
+        raise NotImplementedError
+
+    def module_attribute(self, module: str, name: str) -> Values:
+        raise NotImplementedError
+
+    def annotation_values(self, qn: str, annotation: str) -> Values:
+        raise NotImplementedError
+
+    # -- classes (classes.py)
+
+    def mro(self, cls: str) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def class_attribute(self, cls: str, attr: str) -> Values:
+        raise NotImplementedError
+
+    def own_member(self, cls: str, attr: str) -> Values:
+        raise NotImplementedError
+
+    def external_bases_of(self, cls: str) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def external_dispatch(self, dotted: str, attr: str) -> list[tuple[str, str]]:
+        raise NotImplementedError
+
+    def is_classmethod(self, qn: str) -> bool:
+        raise NotImplementedError
+
+    def decorator_kinds(self, qn: str) -> frozenset[DecoratorKind]:
+        raise NotImplementedError
+
+    def is_staticmethod(self, qn: str) -> bool:
+        raise NotImplementedError
+
+    # -- calls (calls.py)
+
+    def callee_values(self, qn: str, index: int, site: CallSite) -> tuple[list[Target], str | None]:
+        raise NotImplementedError
+
+    def call_targets(self, value: Value) -> Iterator[CallTarget]:
+        raise NotImplementedError

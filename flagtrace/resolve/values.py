@@ -1,0 +1,117 @@
+"""The value domain of resolution: what a name, attribute or call may hold.
+
+A value is a plain 3-tuple ``(kind, name, bound)``: resolution builds and
+hashes millions of them on a codebase the size of SGLang, and a tuple display
+with a ``str``-based enum costs a tenth of a ``NamedTuple``'s constructor while
+hashing at C speed. ``bound`` is 1 only for bound methods; every other value has
+0. Read one by unpacking: ``kind, name, bound = value``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import enum
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from flagtrace.model import AttrExpr, ConstExpr, Expr
+
+# ``Final``-like tuning constants, measured on SGLang and the standard library.
+MAX_VALUES = 48  # a variable holding more distinct values stops growing
+MAX_EXTERNAL_DEPTH = 5  # ``a.b.c.d.e.f``: deeper library names are not worth tracking
+BUILTINS = frozenset(dir(builtins))
+
+
+class ValueKind(str, enum.Enum):
+    """What a value is. A ``str`` mixin keeps hashing and equality at C speed
+    (a plain ``Enum`` hashes in Python), and the one-letter values keep the
+    order of values, which decides what a capped variable keeps, as it was."""
+
+    FUNCTION = "f"  # a function or lambda (``bound`` 1: a bound method)
+    CLASS = "c"  # an analysed class
+    INSTANCE = "i"  # an instance of an analysed class
+    MODULE = "m"  # an analysed module
+    BUILTIN = "b"  # a builtin, by name
+    EXTERNAL = "x"  # a dotted name outside the analysed code (and its instances)
+    SUPER = "s"  # ``super()`` inside a method of the class ``name``
+    GENERATOR = "g"  # the generator object a generator function returns
+    CONTAINER = "k"  # a list/tuple/set/dict display, by ``ContainerExpr.origin``
+
+
+Value = tuple[ValueKind, str, int]
+Values = frozenset[Value]
+EMPTY: Values = frozenset()
+
+FUNCTION = ValueKind.FUNCTION
+CLASS = ValueKind.CLASS
+INSTANCE = ValueKind.INSTANCE
+MODULE = ValueKind.MODULE
+BUILTIN = ValueKind.BUILTIN
+EXTERNAL = ValueKind.EXTERNAL
+SUPER = ValueKind.SUPER
+GENERATOR = ValueKind.GENERATOR
+CONTAINER = ValueKind.CONTAINER
+
+
+def order_key(value: Value) -> str:
+    """The order in which a capped variable keeps values: the text of the value
+    as it was first written (``('f', 'pkg.f', 1)``, ``('c', 'pkg.C')``), so that
+    the cap keeps the same values it always kept."""
+    kind, name, bound = value
+    if kind is FUNCTION:
+        return repr((kind.value, name, bound))
+    return repr((kind.value, name))
+
+
+def ordered(values: Collection[Value]) -> Iterable[Value]:
+    """``values`` in a fixed order, where evaluating them can recurse.
+
+    Why: a recursive lookup that meets itself is cut (it answers "nothing" and
+    the outer lookup's partial answer is kept for the round), so which way a
+    cycle is cut follows the order values are visited in. Sets of values iterate
+    in the order of Python's per-process random string hashes; visited in sorted
+    order, the same program always resolves to the same call graph, whatever
+    ``PYTHONHASHSEED`` is.
+    """
+    if len(values) < 2:
+        return values
+    return sorted(values, key=order_key)
+
+
+@dataclass(frozen=True, slots=True)
+class ElementsExpr:
+    """Resolution's marker for "the elements of ``value``": the target of
+    ``for x in xs`` or of unpacking takes what iterating the value yields."""
+
+    value: Expr
+
+
+def key_text(key: Expr | None) -> str | None:
+    """A container key we can match on: literal strings and numbers, kept apart
+    (``d[1]`` and ``d["1"]`` are different keys)."""
+    if isinstance(key, ConstExpr):
+        text = key.value
+        lowered = text.lower()
+        for prefix in ("rb", "br", "b", "u", "r", ""):
+            if lowered.startswith(prefix) and text[len(prefix) : len(prefix) + 1] in ("'", '"'):
+                return "s:" + text[len(prefix) :].strip("'\"")
+        return "n:" + text
+    return None
+
+
+def looks_like_class(dotted: str) -> bool:
+    """``ext.Cls`` (CapWords) is a class; ``torch.zeros`` is a function whose
+    result we know nothing about."""
+    last = dotted.rpartition(".")[2]
+    return last[:1].isupper()
+
+
+def root_of(expr: Expr) -> Expr:
+    """The innermost base of an attribute chain (``a`` for ``a.b.c``)."""
+    while isinstance(expr, AttrExpr):
+        expr = expr.base
+    return expr
+
+
+def is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")

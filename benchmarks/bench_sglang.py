@@ -78,8 +78,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tests.registry import RegistryError, download  # noqa: E402
 from flagtrace.api import default_jobs  # noqa: E402
+from tests.registry import RegistryError, download  # noqa: E402
 
 BASE_VERSION = "0.5.9"
 NEW_VERSION = "0.5.23"

@@ -32,9 +32,10 @@ minutes) per child:
    (the CLI as a user runs it, cold: the cache directory starts empty; it fills it
    so that step 2 does not parse every file a second time);
 2. the flags, through ``flagtrace.api`` in one child: ``load_project`` (index),
-   (from step 1's summaries), ``build_callgraph`` (resolve), then the flag candidates, every module-level
-   name assigned in a module's body that a function of the same module declares
-   ``global`` (so it is written from inside a function), sorted by qualified name;
+   (from step 1's summaries), ``build_callgraph`` (resolve), then the flag candidates,
+   every module-level name assigned in a module's body that a function of the same
+   module declares ``global`` (so it is written from inside a function), sorted by
+   qualified name;
    the first ``--max-flags`` (default 200) are analysed, each with
    ``analyze_project(project, graph, [flag], [])``: entry-point
    discovery, so the entries counted are the discovered ones that observe the

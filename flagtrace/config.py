@@ -44,7 +44,7 @@ class Config:
 
 
 # key -> (attribute, expected type, element type for lists)
-_SCHEMA: dict[str, tuple[str, type, type | None]] = {
+_SCHEMA: dict[str, tuple[str, type[Any], type[Any] | None]] = {
     "flags": ("flags", list, str),
     "entries": ("entries", list, str),
     "reads": ("reads", list, str),

@@ -19,10 +19,19 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from flagtrace.model import CallEdge, Resolution, UnresolvedCall
 
 _CALLEE_NAME = re.compile(r"([A-Za-z_]\w*)\s*$")
+
+
+class _Script(Protocol):
+    """The part of ``jedi.Script`` used here (jedi ships no type information)."""
+
+    def goto(self, line: int, column: int, *, follow_imports: bool = ...) -> list[object]: ...
+
+    def infer(self, line: int, column: int) -> list[object]: ...
 
 
 @dataclass
@@ -74,7 +83,7 @@ def settle(
         load_unsafe_extensions=False,
         smart_sys_path=False,
     )
-    scripts: dict[str, object] = {}
+    scripts: dict[str, _Script] = {}
     for scope_qn, call in sites:
         if time.perf_counter() > deadline:
             result.out_of_budget = True
@@ -93,9 +102,9 @@ def settle(
         result.queries += 1
         try:
             # what the called name is bound to, else what its value is inferred to be
-            names = script.goto(call.location.line, col - 1, follow_imports=True)  # type: ignore[attr-defined]
+            names = script.goto(call.location.line, col - 1, follow_imports=True)
             if not any(_target(n, known) for n in names):
-                names = script.infer(call.location.line, col - 1)  # type: ignore[attr-defined]
+                names = script.infer(call.location.line, col - 1)
         except Exception:  # jedi has internal errors on odd code; the site stays unresolved
             continue
         for name in names:
@@ -114,7 +123,7 @@ def settle(
 def _target(name: object, known: set[str]) -> str | None:
     """The analysed function a jedi name stands for, if any: a function itself, a
     class's ``__init__``, an instance's ``__call__``."""
-    full = getattr(name, "full_name", None)
+    full: str | None = getattr(name, "full_name", None)
     kind = getattr(name, "type", None)
     if not full:
         return None

@@ -432,13 +432,14 @@ def run_with_big_stack(fn: Callable[[], T], *, fallback: Callable[[], T] | None)
     ``fallback`` runs on the calling thread instead, or without one a
     :class:`SourceProblem` says the file is too deep for this environment.
     """
-    box: dict[str, object] = {}
+    values: list[T] = []  # what ``fn`` returned, or
+    errors: list[BaseException] = []  # what it raised, handed to the caller's thread
 
     def target() -> None:
         try:
-            box["value"] = fn()
-        except BaseException as exc:  # handed to the caller's thread
-            box["error"] = exc
+            values.append(fn())
+        except BaseException as exc:
+            errors.append(exc)
 
     previous = threading.stack_size()
     try:
@@ -456,9 +457,9 @@ def run_with_big_stack(fn: Callable[[], T], *, fallback: Callable[[], T] | None)
             "nesting too deep to analyse here (cannot start a thread with a larger stack)"
         )
     worker.join()
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["value"]  # type: ignore[return-value]
+    if errors:
+        raise errors[0]
+    return values[0]
 
 
 # --------------------------------------------------------------------------

@@ -87,7 +87,8 @@ def test_the_cli_takes_flags_and_entries_from_pyproject(tmp_path: Path) -> None:
     (pkg / "__init__.py").write_text("")
     (pkg / "state.py").write_text(
         "import contextlib\n_on = False\n\n@contextlib.contextmanager\ndef enabled():\n"
-        "    global _on\n    _on = True\n    try:\n        yield\n    finally:\n        _on = False\n"
+        "    global _on\n    _on = True\n    try:\n        yield\n"
+        "    finally:\n        _on = False\n"
     )
     (pkg / "work.py").write_text(
         "from pkg import state\n\ndef read():\n    return state._on\n\n"

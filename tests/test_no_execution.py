@@ -22,6 +22,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import click
 import pytest
 
 from flagtrace.cli import callgraph_cmd, check_cmd, main
@@ -30,8 +31,8 @@ PACKAGE = "detonator"
 PAYLOAD = "DETONATED"  # in every exception the analysed code would raise
 
 
-def _options(command: object) -> set[str]:
-    return {opt for param in command.params for opt in param.opts}  # type: ignore[attr-defined]
+def _options(command: click.Command) -> set[str]:
+    return {opt for param in command.params for opt in param.opts}
 
 
 # No summary cache: a second run must parse again, in its own workers.

@@ -8,12 +8,18 @@ shared by the call-graph checks (the foundation issue) and the flag checks
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from flagtrace.api import Project, analyze_project, build_callgraph, load_project
 from flagtrace.callgraph import CallGraph
 from flagtrace.model import FlagReport
+
+if TYPE_CHECKING:
+    from tests.conftest import PytestRegistry
+
+Indexed = tuple[Project, CallGraph]
 
 pytestmark = pytest.mark.slow
 
@@ -23,14 +29,14 @@ PCM = "sglang.srt.compilation.piecewise_context_manager"
 
 
 @pytest.fixture(scope="module")
-def sglang(registry) -> tuple[Project, CallGraph]:  # type: ignore[no-untyped-def]
+def sglang(registry: PytestRegistry) -> Indexed:
     root: Path = registry.download("sglang==0.5.9")
     project = load_project([str(root / "sglang")])
     graph = build_callgraph(project)
     return project, graph
 
 
-def test_the_whole_package_is_indexed_without_errors(sglang) -> None:  # type: ignore[no-untyped-def]
+def test_the_whole_package_is_indexed_without_errors(sglang: Indexed) -> None:
     project, graph = sglang
     assert len(project.summaries) >= 1400
     assert project.lines > 500_000
@@ -46,14 +52,14 @@ def test_the_whole_package_is_indexed_without_errors(sglang) -> None:  # type: i
     ],
 )
 def test_the_call_graph_has_the_edges_the_regression_hunt_needed(
-    sglang, caller: str, callee: str
-) -> None:  # type: ignore[no-untyped-def]
+    sglang: Indexed, caller: str, callee: str
+) -> None:
     _, graph = sglang
     assert graph.has_edge(caller, callee), graph.callees(caller)
 
 
 @pytest.fixture(scope="module")
-def piecewise(sglang) -> FlagReport:  # type: ignore[no-untyped-def]
+def piecewise(sglang: Indexed) -> FlagReport:
     project, graph = sglang
     report, _ = analyze_project(
         project, graph, ["_in_piecewise_cuda_graph"], [VERIFY], reads=[ALL_REDUCE]
@@ -77,8 +83,8 @@ def test_verify_observes_the_piecewise_flag_set_at_the_all_reduce(piecewise: Fla
     assert read.location.path.endswith("sglang/srt/distributed/parallel_state.py")
     guards = [s.guard or "" for s in verdict.witness]
     assert any(
-        "self.piecewise_cuda_graph_runner is not None and self.piecewise_cuda_graph_runner.can_run(forward_batch)"
-        in g
+        "self.piecewise_cuda_graph_runner is not None"
+        " and self.piecewise_cuda_graph_runner.can_run(forward_batch)" in g
         for g in guards
     ), guards
 
@@ -92,7 +98,9 @@ def test_enable_piecewise_cuda_graph_leaks_on_exceptions_and_is_not_reentrant(
     assert {"exception-leak", "non-reentrant"} <= kinds
 
 
-def test_set_forward_context_resets_in_finally_but_not_to_the_previous_value(sglang) -> None:  # type: ignore[no-untyped-def]
+def test_set_forward_context_resets_in_finally_but_not_to_the_previous_value(
+    sglang: Indexed,
+) -> None:
     project, graph = sglang
     report, _ = analyze_project(project, graph, [f"{PCM}._forward_context"], [VERIFY])
     assert report.errors == ()
@@ -101,7 +109,7 @@ def test_set_forward_context_resets_in_finally_but_not_to_the_previous_value(sgl
     assert "exception-leak" not in kinds
 
 
-def test_the_bare_forward_context_name_is_ambiguous_in_sglang(sglang) -> None:  # type: ignore[no-untyped-def]
+def test_the_bare_forward_context_name_is_ambiguous_in_sglang(sglang: Indexed) -> None:
     project, graph = sglang
     report, _ = analyze_project(project, graph, ["_forward_context"], [VERIFY])
     assert report.flags == ()

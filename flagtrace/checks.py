@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from flagtrace.effects import FlagEffects, Setter, SetterKind, ValueKind, sets_flag, walk
+from flagtrace.effects import FlagEffects, Setter, SetterKind, ValueKind, sets_flag
 from flagtrace.interpret import Interpreter
 from flagtrace.model import (
     AttrExpr,
@@ -24,6 +24,7 @@ from flagtrace.model import (
     WithBlock,
     WriteStep,
     YieldStep,
+    walk,
 )
 
 

@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import difflib
 import enum
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from flagtrace.callgraph import CallGraph
 from flagtrace.model import (
-    Branch,
     CallExpr,
     CallKind,
     CallStep,
     ConstExpr,
     DecoratorKind,
-    Flow,
     Location,
     NameExpr,
     OpaqueExpr,
@@ -31,9 +28,9 @@ from flagtrace.model import (
     ReturnStep,
     Scope,
     ScopeKind,
-    TryBlock,
     WithBlock,
     WriteStep,
+    walk,
 )
 from flagtrace.resolve import Program
 
@@ -147,23 +144,6 @@ def find_flags(program: Program, spec: str) -> Flag:
 
 
 # --------------------------------------------------------------------------- walking flows
-
-
-def walk(flow: tuple[Flow, ...]) -> Iterator[Flow]:
-    """Every step of a flow tree, in source order."""
-    for step in flow:
-        yield step
-        if isinstance(step, WithBlock):
-            yield from walk(step.body)
-        elif isinstance(step, TryBlock):
-            yield from walk(step.body)
-            for h in step.handlers:
-                yield from walk(h)
-            yield from walk(step.orelse)
-            yield from walk(step.finalbody)
-        elif isinstance(step, Branch):
-            yield from walk(step.body)
-            yield from walk(step.orelse)
 
 
 # --------------------------------------------------------------------------- effects

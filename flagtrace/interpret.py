@@ -16,6 +16,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from flagtrace.effects import FlagEffects, ValueKind, classify_const, sets_flag
+from flagtrace.flagstate import (
+    SET,
+    UNSET,
+    Run,
+    SetEvent,
+    State,
+    catches_around_yield,
+    join,
+    yield_protected,
+)
 from flagtrace.model import (
     Branch,
     CallExpr,
@@ -35,55 +45,8 @@ from flagtrace.model import (
     WithBlock,
     WriteStep,
     YieldStep,
+    walk,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class SetEvent:
-    """Where the flag became set: entering a context manager, or a setter call."""
-
-    kind: str  # "enter" | "set"
-    function: str
-    location: Location
-    via: str  # the setter's qualname
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class State:
-    unset: bool
-    set: bool
-    origin: SetEvent | None = None  # set inside the current function (None: inherited)
-
-    @property
-    def key(self) -> tuple[bool, bool]:
-        return (self.unset, self.set)
-
-    def join(self, other: State | None) -> State:
-        if other is None:
-            return self
-        return State(self.unset or other.unset, self.set or other.set, self.origin or other.origin)
-
-
-UNSET = State(True, False)
-SET = State(False, True)
-
-
-def join(a: State | None, b: State | None) -> State | None:
-    if a is None:
-        return b
-    return a.join(b)
-
-
-@dataclass(slots=True)
-class Run:
-    """What interpreting one function body from one entry state observed."""
-
-    calls: list[tuple[int, State]] = field(default_factory=list)  # (site, state before the call)
-    reads: list[tuple[Location, str | None, State]] = field(default_factory=list)
-    exit: State | None = None  # normal returns
-    raised: State | None = None  # exceptions leaving the function
-    yields: State | None = None
 
 
 class Interpreter:
@@ -497,12 +460,17 @@ class Interpreter:
             return State(now.unset, True, before.origin)
         return State(now.unset, True, SetEvent("enter", function, location, _setter_name(cm), text))
 
+    def _is_flag_write(self, step: WriteStep) -> bool:
+        return self.fx.write_of(step) is not None
+
     def _reset_survives_exceptions(self, cm: str) -> bool:
         """Does the generator context manager's reset run when the body raises
         (its ``yield`` sits in a ``try`` whose ``finally`` or ``except`` writes)?"""
         memo = self._protected_memo.get(cm)
         if memo is None:
-            memo = self._protected_memo[cm] = _yield_protected(self.p.scopes[cm].flow, self.fx)
+            memo = self._protected_memo[cm] = yield_protected(
+                self.p.scopes[cm].flow, self._is_flag_write
+            )
         return memo
 
     def _may_suppress(self, scope: Scope, item: object) -> bool:
@@ -518,11 +486,7 @@ class Interpreter:
         if isinstance(item.expr, CallExpr):
             for c in self.graph.site_callees(scope.qualname, item.expr.site):
                 target = self.p.scopes.get(c.qualname)
-                if (
-                    target is not None
-                    and target.is_generator
-                    and _catches_around_yield(target.flow)
-                ):
+                if target is not None and target.is_generator and catches_around_yield(target.flow):
                     return True
         values = self.graph.values
         for cls in values.instance_classes(scope.qualname, item.expr):
@@ -530,7 +494,7 @@ class Interpreter:
                 exit_scope = self.p.scopes.get(exit_qn)
                 if exit_scope is None:
                     continue
-                for st in _walk(exit_scope.flow):
+                for st in walk(exit_scope.flow):
                     if isinstance(st, Ret) and st.value is not None:
                         if not (
                             isinstance(st.value, ConstExpr) and st.value.value in ("False", "None")
@@ -622,30 +586,6 @@ class Interpreter:
         return False
 
 
-def _yield_protected(flow: tuple[Flow, ...], fx: FlagEffects, protected: bool = False) -> bool:
-    """True if every ``yield`` sits in a ``try`` whose ``finally`` or handlers write the flag."""
-    result = True
-    for step in flow:
-        if isinstance(step, YieldStep) and not protected:
-            return False
-        if isinstance(step, TryBlock):
-            writes = any(
-                isinstance(s, WriteStep) and fx.write_of(s) is not None
-                for block in (step.finalbody, *step.handlers)
-                for s in _walk(block)
-            )
-            result &= _yield_protected(step.body, fx, protected or writes)
-            for block in (*step.handlers, step.orelse, step.finalbody):
-                result &= _yield_protected(block, fx, protected)
-        elif isinstance(step, WithBlock):
-            result &= _yield_protected(step.body, fx, protected)
-        elif isinstance(step, Branch):
-            result &= _yield_protected(step.body, fx, protected) and _yield_protected(
-                step.orelse, fx, protected
-            )
-    return result
-
-
 def _leave_through(ctx: _Ctx, state: State, exceptional: bool) -> State | None:
     """Run the exit handlers (with-exits, ``finally`` blocks) a ``return`` or an
     exception passes on its way out, innermost first; each runs with only the
@@ -661,35 +601,6 @@ def _leave_through(ctx: _Ctx, state: State, exceptional: bool) -> State | None:
     finally:
         ctx.exit_handlers = handlers
     return out
-
-
-def _catches_around_yield(flow: tuple[Flow, ...], inside: bool = False) -> bool:
-    for step in flow:
-        if isinstance(step, YieldStep) and inside:
-            return True
-        if isinstance(step, TryBlock):
-            if _catches_around_yield(step.body, inside or bool(step.handlers)):
-                return True
-            if any(
-                _catches_around_yield(b, inside)
-                for b in (*step.handlers, step.orelse, step.finalbody)
-            ):
-                return True
-        elif isinstance(step, WithBlock):
-            if _catches_around_yield(step.body, inside):
-                return True
-        elif isinstance(step, Branch):
-            if _catches_around_yield(step.body, inside) or _catches_around_yield(
-                step.orelse, inside
-            ):
-                return True
-    return False
-
-
-def _walk(flow: tuple[Flow, ...]) -> Iterable[Flow]:
-    from flagtrace.effects import walk
-
-    return walk(flow)
 
 
 def _setter_name(qn: str) -> str:

@@ -19,6 +19,7 @@ The summary vocabulary has three layers:
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -418,6 +419,23 @@ Flow = (
     | TryBlock
     | Branch
 )
+
+
+def walk(flow: tuple[Flow, ...]) -> Iterator[Flow]:
+    """Every step of a flow tree, in source order."""
+    for step in flow:
+        yield step
+        if isinstance(step, WithBlock):
+            yield from walk(step.body)
+        elif isinstance(step, TryBlock):
+            yield from walk(step.body)
+            for h in step.handlers:
+                yield from walk(h)
+            yield from walk(step.orelse)
+            yield from walk(step.finalbody)
+        elif isinstance(step, Branch):
+            yield from walk(step.body)
+            yield from walk(step.orelse)
 
 
 # --------------------------------------------------------------------------

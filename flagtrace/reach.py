@@ -11,7 +11,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-from flagtrace.interpret import UNSET, Interpreter, SetEvent, State
+from flagtrace.flagstate import UNSET, SetEvent, State
+from flagtrace.interpret import Interpreter
 from flagtrace.model import CallKind, Guard, Location, Resolution, ScopeKind
 
 _FAR = (1 << 30, 0)  # the cost of a node the witness search has not reached

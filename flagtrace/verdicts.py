@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from flagtrace.callgraph import CallGraph
 from flagtrace.checks import find_hazards
 from flagtrace.effects import Flag, FlagEffects, ValueKind
-from flagtrace.interpret import UNSET, Interpreter, join
+from flagtrace.flagstate import UNSET, join
+from flagtrace.interpret import Interpreter
 from flagtrace.model import (
     EntryVerdict,
     FlagReport,
@@ -337,8 +338,8 @@ def _display(setter: str) -> str:
 def _setter_uses(fx: FlagEffects, interp: Interpreter) -> list[tuple[str, Location]]:
     """Where setters are used: ``with`` items and ``enter_context`` calls that
     enter a setter context manager, and calls of plain setters or decorators."""
-    from flagtrace.effects import SetterKind, walk
-    from flagtrace.model import AttrExpr, CallStep, WithBlock
+    from flagtrace.effects import SetterKind
+    from flagtrace.model import AttrExpr, CallStep, WithBlock, walk
 
     plain = {
         s.function

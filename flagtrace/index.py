@@ -67,6 +67,12 @@ from flagtrace.model import (
 )
 
 SUMMARY_FORMAT = 4  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
+
+#: The files of ``flagtrace`` whose code decides what a summary holds. The cache
+#: key (``cache.schema``) hashes each of them, so an edited walk never reads
+#: summaries an older one wrote; a new module the walk imports belongs here
+#: (``tests/test_index.py`` fails otherwise).
+INDEXER_SOURCES = ("index.py", "model.py", "parseguard.py")
 MAX_TEXT = 120  # longest source text kept for a guard or a value
 MAX_CALL_TEXT = 60  # calls are shown with their source line; this is a label
 _TRIVIA_BASES = (

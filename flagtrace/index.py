@@ -1,27 +1,21 @@
 """Index: one source file -> one ``ModuleSummary``, with libcst.
 
-This is the only module that touches CST nodes. Everything it returns is plain
-frozen data from ``flagtrace.model``, small enough to pickle across processes
-and to cache on disk.
-
-Why not ``libcst.metadata.PositionProvider``? Measured on SGLang 0.5.9 it costs
-about twice the parse itself, and a ``CSTVisitor`` walk another 0.7x, because
-both touch every whitespace node. Instead we make one code-generation pass with
-a ``CodegenState`` subclass (the same hook PositionProvider uses) that records
-token offsets for the nodes we care about -- about 0.2x the parse -- and then walk
-the statements ourselves, reading positions and source text from those offsets.
+This and ``flagtrace.positions`` are the only modules that touch CST nodes.
+Everything it returns is plain frozen data from ``flagtrace.model``, small
+enough to pickle across processes and to cache on disk. Positions and source
+text come from ``flagtrace.positions`` (one code-generation pass, not
+``PositionProvider``: see there why); the walk goes over the statements itself.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState
 
 from flagtrace.model import (
     Argument,
@@ -65,6 +59,7 @@ from flagtrace.model import (
     WriteStep,
     YieldStep,
 )
+from flagtrace.positions import MAX_CALL_TEXT, SourceSpans
 
 SUMMARY_FORMAT = 4  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
 
@@ -72,129 +67,11 @@ SUMMARY_FORMAT = 4  # bump when summaries change (the on-disk cache keys on it, 
 #: key (``cache.schema``) hashes each of them, so an edited walk never reads
 #: summaries an older one wrote; a new module the walk imports belongs here
 #: (``tests/test_index.py`` fails otherwise).
-INDEXER_SOURCES = ("index.py", "model.py", "parseguard.py")
-MAX_TEXT = 120  # longest source text kept for a guard or a value
-MAX_CALL_TEXT = 60  # calls are shown with their source line; this is a label
-_TRIVIA_BASES = (
-    cst.BaseExpression,
-    cst.BaseSmallStatement,
-    cst.BaseCompoundStatement,
-    cst.SimpleStatementLine,
-    cst.Decorator,
-    cst.Arg,
-    cst.Param,
-    cst.WithItem,
-    cst.ExceptHandler,
-    cst.ExceptStarHandler,
-    cst.MatchCase,
-)
+INDEXER_SOURCES = ("index.py", "positions.py", "model.py", "parseguard.py")
 
 
 # --------------------------------------------------------------------------
-# Pass 1: token offsets of every interesting node
-
-
-class _SpanRecorder(CodegenState):  # type: ignore[misc]
-    """Code generation that remembers where each non-trivia node starts and ends.
-
-    ``starts``/``ends`` map ``id(node)`` to an index in ``tokens``. Statements
-    get their *syntactic* start (after leading blank lines, comments and
-    decorators' own lines), like ``PositionProvider`` gives.
-    """
-
-    _interesting: dict[type, bool] = {}
-
-    def __init__(self, default_indent: str, default_newline: str) -> None:
-        super().__init__(default_indent=default_indent, default_newline=default_newline)
-        self.starts: dict[int, int] = {}  # whitespace-inclusive: for source text
-        self.syntactic: dict[int, int] = {}  # where the node's own code starts: for positions
-        self.ends: dict[int, int] = {}
-
-    def before_codegen(self, node: cst.CSTNode) -> None:
-        t = type(node)
-        keep = self._interesting.get(t)
-        if keep is None:
-            keep = self._interesting[t] = isinstance(node, _TRIVIA_BASES)
-        if keep:
-            self.starts[id(node)] = len(self.tokens)
-
-    def after_codegen(self, node: cst.CSTNode) -> None:
-        if self._interesting.get(type(node)):
-            self.ends[id(node)] = len(self.tokens)
-
-    def record_syntactic_position(
-        self,
-        node: cst.CSTNode,
-        *,
-        start_node: cst.CSTNode | None = None,
-        end_node: cst.CSTNode | None = None,
-    ) -> AbstractContextManager[None]:
-        self.syntactic[id(node)] = len(self.tokens)
-        return _NULL_CONTEXT
-
-
-_NULL_CONTEXT = nullcontext()
-
-
-class _Source:
-    """Positions and text of nodes, from the recorded token offsets."""
-
-    def __init__(self, module: cst.Module, path: str) -> None:
-        rec = _SpanRecorder(module.default_indent, module.default_newline)
-        module._codegen(rec)
-        self.path = path
-        self.tokens = rec.tokens
-        self.starts = rec.starts
-        self.syntactic = rec.syntactic
-        self.ends = rec.ends
-        lines = [1] * (len(self.tokens) + 1)
-        cols = [0] * (len(self.tokens) + 1)
-        line, col = 1, 0
-        for i, tok in enumerate(self.tokens):
-            lines[i] = line
-            cols[i] = col
-            n = tok.count("\n")
-            if n:
-                line += n
-                col = len(tok) - tok.rfind("\n") - 1
-            else:
-                col += len(tok)
-        lines[-1] = line
-        cols[-1] = col
-        self._lines = lines
-        self._cols = cols
-        self.line_count = line
-
-    def location(self, node: cst.CSTNode) -> Location:
-        i = self.syntactic.get(id(node))
-        if i is None:
-            i = self.starts.get(id(node), 0)
-        # skip tokens that are pure whitespace so we point at the code itself
-        toks = self.tokens
-        while i < len(toks) and toks[i].strip() == "":
-            i += 1
-        return Location(self.path, self._lines[i], self._cols[i] + 1)
-
-    def line(self, node: cst.CSTNode) -> int:
-        return self.location(node).line
-
-    def end_line(self, node: cst.CSTNode) -> int:
-        return self._lines[self.ends.get(id(node), len(self.tokens))]
-
-    def text(self, node: cst.CSTNode, limit: int = MAX_TEXT) -> str:
-        s = self.starts.get(id(node))
-        e = self.ends.get(id(node))
-        if s is None or e is None:
-            return ""
-        raw = "".join(self.tokens[s:e])
-        text = " ".join(raw.split())
-        if len(text) > limit:
-            text = text[: limit - 3] + "..."
-        return text
-
-
-# --------------------------------------------------------------------------
-# Pass 2: the summary
+# The summary
 
 
 @dataclass
@@ -326,7 +203,7 @@ _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseExcept
 class _Indexer:
     """Walks a module's statements and builds the scopes, in source order."""
 
-    def __init__(self, source: SourceFile, src: _Source) -> None:
+    def __init__(self, source: SourceFile, src: SourceSpans) -> None:
         self.source = source
         self.src = src
         self.module = source.module
@@ -1219,7 +1096,7 @@ def summarize_source(source: SourceFile, data: bytes) -> ModuleSummary:
     here parse errors propagate as libcst exceptions.
     """
     module = cst.parse_module(data)
-    src = _Source(module, source.path)
+    src = SourceSpans(module, source.path)
     return _Indexer(source, src).run(module)
 
 

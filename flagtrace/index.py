@@ -12,7 +12,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import libcst as cst
@@ -47,7 +46,6 @@ from flagtrace.model import (
     RaiseStep,
     ReadStep,
     ReturnStep,
-    Scope,
     ScopeKind,
     SourceFile,
     SubscriptExpr,
@@ -60,6 +58,7 @@ from flagtrace.model import (
     YieldStep,
 )
 from flagtrace.positions import MAX_CALL_TEXT, SourceSpans
+from flagtrace.scopes import ScopeBuilder
 
 SUMMARY_FORMAT = 4  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
 
@@ -67,133 +66,11 @@ SUMMARY_FORMAT = 4  # bump when summaries change (the on-disk cache keys on it, 
 #: key (``cache.schema``) hashes each of them, so an edited walk never reads
 #: summaries an older one wrote; a new module the walk imports belongs here
 #: (``tests/test_index.py`` fails otherwise).
-INDEXER_SOURCES = ("index.py", "positions.py", "model.py", "parseguard.py")
+INDEXER_SOURCES = ("index.py", "positions.py", "scopes.py", "model.py", "parseguard.py")
 
 
 # --------------------------------------------------------------------------
 # The summary
-
-
-@dataclass
-class _ScopeBuilder:
-    qualname: str
-    kind: ScopeKind
-    name: str
-    location: Location
-    parent: _ScopeBuilder | None
-    decorators: tuple[Expr, ...] = ()
-    decorator_texts: tuple[str, ...] = ()
-    bases: tuple[Expr, ...] = ()
-    params: tuple[Param, ...] = ()
-    returns_annotation: str | None = None
-    is_async: bool = False
-    is_generator: bool = False
-    globals_declared: set[str] = field(default_factory=set)
-    nonlocals_declared: set[str] = field(default_factory=set)
-    local_names: set[str] = field(default_factory=set)
-    imports: list[Import] = field(default_factory=list)
-    calls: list[CallSite] = field(default_factory=list)
-    assignments: list[Assignment] = field(default_factory=list)
-    returns: list[Expr] = field(default_factory=list)
-    yields: list[Expr] = field(default_factory=list)
-    flow: tuple[Flow, ...] = ()
-    children: list[str] = field(default_factory=list)
-    lambda_count: int = 0
-    defined: dict[str, int] = field(default_factory=dict)  # def/class name -> times defined
-    end_line: int = 0
-
-    def child_qualname(self, name: str) -> str:
-        """``parent.name`` for the first def or class of that name in this scope,
-        ``parent.name#2`` for the second, and so on (a property's setter, an
-        ``@overload``, ``try: def f... except: def f...``). Every definition is
-        its own scope: they share the binding, so a call through the name
-        resolves to all of them, and none overwrites another's calls."""
-        count = self.defined.get(name, 0) + 1
-        self.defined[name] = count
-        return f"{self.qualname}.{name}" if count == 1 else f"{self.qualname}.{name}#{count}"
-
-    def freeze(self, module_globals: frozenset[str]) -> Scope:
-        flow = _filter_reads(self.flow, module_globals, self._shadowing_names())
-        return Scope(
-            qualname=self.qualname,
-            kind=self.kind,
-            name=self.name,
-            location=self.location,
-            parent=self.parent.qualname if self.parent else None,
-            decorators=self.decorators,
-            decorator_texts=self.decorator_texts,
-            bases=self.bases,
-            params=self.params,
-            returns_annotation=self.returns_annotation,
-            is_async=self.is_async,
-            is_generator=self.is_generator,
-            globals_declared=tuple(sorted(self.globals_declared)),
-            nonlocals_declared=tuple(sorted(self.nonlocals_declared)),
-            local_names=tuple(sorted(self.local_names)),
-            imports=tuple(self.imports),
-            calls=tuple(self.calls),
-            assignments=tuple(self.assignments),
-            returns=tuple(self.returns),
-            yields=tuple(self.yields),
-            flow=flow,
-            children=tuple(self.children),
-            end_line=self.end_line,
-        )
-
-    def _shadowing_names(self) -> set[str]:
-        """Names that, read here, are *not* the module global: locals of this
-        function and of enclosing functions (closures), minus ``global`` ones."""
-        names: set[str] = set()
-        scope: _ScopeBuilder | None = self
-        while scope is not None and scope.kind is not ScopeKind.MODULE:
-            if scope.kind is not ScopeKind.CLASS or scope is self:
-                names |= scope.local_names - scope.globals_declared
-            scope = scope.parent
-        return names - self.globals_declared
-
-
-def _filter_reads(
-    flow: tuple[Flow, ...], module_globals: frozenset[str], shadow: set[str]
-) -> tuple[Flow, ...]:
-    """Keep only reads of names that really are module globals here."""
-    out: list[Flow] = []
-    for step in flow:
-        if isinstance(step, ReadStep):
-            if step.base is None and (step.name in shadow or step.name not in module_globals):
-                continue
-            out.append(step)
-        elif isinstance(step, WithBlock):
-            out.append(
-                WithBlock(
-                    step.items,
-                    _filter_reads(step.body, module_globals, shadow),
-                    step.location,
-                    step.is_async,
-                )
-            )
-        elif isinstance(step, TryBlock):
-            out.append(
-                TryBlock(
-                    _filter_reads(step.body, module_globals, shadow),
-                    tuple(_filter_reads(h, module_globals, shadow) for h in step.handlers),
-                    _filter_reads(step.orelse, module_globals, shadow),
-                    _filter_reads(step.finalbody, module_globals, shadow),
-                    step.location,
-                )
-            )
-        elif isinstance(step, Branch):
-            out.append(
-                Branch(
-                    step.guard,
-                    _filter_reads(step.body, module_globals, shadow),
-                    _filter_reads(step.orelse, module_globals, shadow),
-                    step.location,
-                    step.loop,
-                )
-            )
-        else:
-            out.append(step)
-    return tuple(out)
 
 
 _TYPE_CHECKING_TESTS = {"TYPE_CHECKING", "typing.TYPE_CHECKING", "t.TYPE_CHECKING"}
@@ -208,13 +85,13 @@ class _Indexer:
         self.src = src
         self.module = source.module
         self.package = source.module if source.is_package else source.module.rpartition(".")[0]
-        self.scopes: list[_ScopeBuilder] = []
+        self.scopes: list[ScopeBuilder] = []
         self.guards: list[Guard] = []
         self.with_texts: list[str] = []
         self.type_checking = 0
         self.import_guarded = 0
         self.flows: list[list[Flow]] = []
-        self.scope: _ScopeBuilder
+        self.scope: ScopeBuilder
         self.has_main_block = False
         self.all_names: tuple[str, ...] | None = None
         self.import_aliases: set[str] = set()  # any name bound by an import, anywhere
@@ -230,7 +107,7 @@ class _Indexer:
     # ---- entry
 
     def run(self, module: cst.Module) -> ModuleSummary:
-        top = _ScopeBuilder(
+        top = ScopeBuilder(
             qualname=self.module,
             kind=ScopeKind.MODULE,
             name=self.module.rpartition(".")[2],
@@ -552,7 +429,7 @@ class _Indexer:
         qualname = self.scope.child_qualname(name)
         params = self.parameters(node.params)
         returns = self.src.text(node.returns.annotation) if node.returns is not None else None
-        child = _ScopeBuilder(
+        child = ScopeBuilder(
             qualname=qualname,
             kind=ScopeKind.FUNCTION,
             name=name,
@@ -569,7 +446,7 @@ class _Indexer:
 
     def enter_function(
         self,
-        child: _ScopeBuilder,
+        child: ScopeBuilder,
         body: cst.BaseSuite | cst.BaseExpression,
         params: tuple[Param, ...],
     ) -> None:
@@ -593,7 +470,7 @@ class _Indexer:
             self.scope, self.guards, self.with_texts = outer_scope, outer_guards, outer_with
             self.type_checking, self.import_guarded = outer_tc, outer_ig
 
-    def define(self, child: _ScopeBuilder, node: cst.CSTNode) -> None:
+    def define(self, child: ScopeBuilder, node: cst.CSTNode) -> None:
         """Bind a def/class in the enclosing scope and apply its decorators."""
         self.scope.children.append(child.qualname)
         self.bind(child.name)
@@ -611,7 +488,7 @@ class _Indexer:
             Assignment(Target(name=child.name), value, child.location, child.name)
         )
 
-    def decorator_text(self, child: _ScopeBuilder, dec: Expr) -> str:
+    def decorator_text(self, child: ScopeBuilder, dec: Expr) -> str:
         i = child.decorators.index(dec)
         return "@" + child.decorator_texts[i]
 
@@ -644,7 +521,7 @@ class _Indexer:
         for a in node.keywords:
             self.expr(a.value)
         name = node.name.value
-        child = _ScopeBuilder(
+        child = ScopeBuilder(
             qualname=self.scope.child_qualname(name),
             kind=ScopeKind.CLASS,
             name=name,
@@ -976,7 +853,7 @@ class _Indexer:
         parent.lambda_count += 1
         name = f"<lambda{parent.lambda_count}>"
         params = self.parameters(node.params)
-        child = _ScopeBuilder(
+        child = ScopeBuilder(
             qualname=f"{parent.qualname}.{name}",
             kind=ScopeKind.LAMBDA,
             name=name,

@@ -10,14 +10,17 @@ processes, and reads and writes the per-file summary cache
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from flagtrace.model import Diagnostic, IndexResult, ModuleSummary, SourceFile
 from flagtrace.summarize import summarize_source  # called through this module: tests patch it
+
+if TYPE_CHECKING:
+    from flagtrace.cache import SummaryCache
 
 __all__ = [
     "INDEXER_SOURCES",
@@ -43,6 +46,9 @@ INDEXER_SOURCES = (
     "model.py",
     "parseguard.py",
 )
+
+#: Called with each result as it comes (for progress), cached or not.
+OnResult = Callable[[IndexResult], None]
 
 
 def summary_digest(summary: ModuleSummary) -> str:
@@ -121,7 +127,8 @@ def index_file(source: SourceFile, data: bytes | None = None) -> IndexResult:
             raise
         return problem(
             None,
-            f"internal error in flagtrace on this file: {type(exc).__name__}: {parseguard.one_line(exc)} "
+            f"internal error in flagtrace on this file: {type(exc).__name__}: "
+            f"{parseguard.one_line(exc)} "
             "(set FLAGTRACE_DEBUG=1 for a traceback, and please report it)",
         )
 
@@ -154,7 +161,7 @@ def _summarize_guarded(source: SourceFile, data: bytes) -> ModuleSummary:
 
 
 def _index_chunk(
-    chunk: list[tuple[SourceFile, bytes | None, str | None]], cache: Any = None
+    chunk: list[tuple[SourceFile, bytes | None, str | None]], cache: SummaryCache | None = None
 ) -> list[IndexResult]:
     """Index a chunk (in a worker); with a cache, store each result that has a key."""
     results = []
@@ -188,7 +195,9 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def read_keyed(sources: Sequence[SourceFile], cache: Any) -> list[tuple[bytes | None, str | None]]:
+def read_keyed(
+    sources: Sequence[SourceFile], cache: SummaryCache
+) -> list[tuple[bytes | None, str | None]]:
     """Each file's bytes and its ``SummaryCache`` key; ``(None, None)`` for a file
     that cannot be read or is over the size limit (``index_file`` reports it)."""
     import os
@@ -213,8 +222,8 @@ def read_keyed(sources: Sequence[SourceFile], cache: Any) -> list[tuple[bytes | 
 def index_many(
     sources: Sequence[SourceFile],
     jobs: int = 1,
-    on_result: Any = None,
-    cache: Any = None,
+    on_result: OnResult | None = None,
+    cache: SummaryCache | None = None,
     keyed: Sequence[tuple[bytes | None, str | None]] | None = None,
 ) -> list[IndexResult]:
     """Index files, in a process pool when ``jobs > 1``; result order follows input.
@@ -283,7 +292,7 @@ def index_many(
             except Exception:  # a worker died (native crash, out of memory) or failed: retry alone
                 orphans.extend(chunk)
                 continue
-            for (i, _, _), r in zip(chunk, results):
+            for (i, _, _), r in zip(chunk, results, strict=True):
                 out[i] = r
                 if on_result is not None:
                     on_result(r)
@@ -318,7 +327,8 @@ def index_many(
                         sources[i].path,
                         None,
                         f"internal error in flagtrace on this file: {type(exc).__name__}: "
-                        f"{' '.join(str(exc).split())} (set FLAGTRACE_DEBUG=1 for a traceback, and please report it)",
+                        f"{' '.join(str(exc).split())} "
+                        "(set FLAGTRACE_DEBUG=1 for a traceback, and please report it)",
                     ),
                 )
             out[i] = r

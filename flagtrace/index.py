@@ -41,6 +41,7 @@ SUMMARY_FORMAT = 4  # bump when summaries change (the on-disk cache keys on it, 
 INDEXER_SOURCES = (
     "index.py",
     "summarize.py",
+    "expressions.py",
     "positions.py",
     "scopes.py",
     "model.py",

@@ -1,12 +1,12 @@
-"""The summary walk's state: scopes under construction.
+"""The summary walk's state: scopes under construction and the frame it walks in.
 
-No CST here: ``flagtrace.index`` walks the tree and fills these; ``freeze``
+No CST here: ``flagtrace.summarize`` walks the tree and fills these; ``freeze``
 turns a builder into the frozen ``model.Scope`` that leaves the indexer.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from flagtrace.model import (
     Assignment,
@@ -14,6 +14,7 @@ from flagtrace.model import (
     CallSite,
     Expr,
     Flow,
+    Guard,
     Import,
     Location,
     Param,
@@ -153,3 +154,57 @@ def filter_reads(
         else:
             out.append(step)
     return tuple(out)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Frame:
+    """Where the walk is: the scope it adds facts to, the list it emits flow
+    steps into, and what holds for every statement here.
+
+    Frames are never changed, only replaced: the walker enters a new one for a
+    block, a guarded arm, a ``with`` body or a new scope, and gets the old one
+    back when that ends (``ExpressionWalker.within``), so no state can leak out
+    of a scope or a block, on any path. The scope builder and the flow list are
+    the two things a frame points at that do change: they collect what the walk
+    finds.
+
+    ``guards`` and ``with_texts`` are relative to the scope: a call site records
+    the ``if``/``else``/``while``/``except``/``case`` arms and ``with`` items
+    between it and the top of its own scope, so both start empty in every new
+    scope. ``type_checking`` and ``import_guarded`` say whether an import runs
+    only for type checkers (``if TYPE_CHECKING:``) or under ``try: ... except
+    ImportError``: they hold where the code runs, so a class body, which runs
+    where it is written, keeps them, while a function or lambda body, which runs
+    when called, starts without.
+    """
+
+    scope: ScopeBuilder
+    flow: list[Flow] = field(default_factory=list)
+    guards: tuple[Guard, ...] = ()
+    with_texts: tuple[str, ...] = ()
+    type_checking: bool = False
+    import_guarded: bool = False
+
+    def function(self, scope: ScopeBuilder) -> Frame:
+        """The frame of a function or lambda body: nothing carries over."""
+        return Frame(scope)
+
+    def class_body(self, scope: ScopeBuilder) -> Frame:
+        """The frame of a class body: it runs here, so the import context carries over."""
+        return Frame(scope, type_checking=self.type_checking, import_guarded=self.import_guarded)
+
+    def block(self) -> Frame:
+        """The same context, emitting into a fresh flow list (a nested block)."""
+        return replace(self, flow=[])
+
+    def guarded(self, guard: Guard) -> Frame:
+        return replace(self, guards=(*self.guards, guard))
+
+    def within_with(self, texts: tuple[str, ...]) -> Frame:
+        return replace(self, with_texts=self.with_texts + texts)
+
+    def only_type_checking(self) -> Frame:
+        return replace(self, type_checking=True)
+
+    def guarding_imports(self) -> Frame:
+        return replace(self, import_guarded=True)

@@ -1,19 +1,24 @@
 """Summarize: one parsed module -> one ``ModuleSummary``.
 
-This module and ``flagtrace.positions`` (where each node is, and its source
-text) are the only code that touches CST nodes. Everything they return is plain
-frozen data from ``flagtrace.model``, small enough to pickle across processes
-and to cache on disk; reading files, worker pools and the cache are
+This module and its two helpers, ``flagtrace.positions`` (where each node is,
+and its source text) and ``flagtrace.expressions`` (the expression half of the
+walk), are the only code that touches CST nodes. Everything they return is
+plain frozen data from ``flagtrace.model``, small enough to pickle across
+processes and to cache on disk; reading files, worker pools and the cache are
 ``flagtrace.index``'s job.
+
+The walk goes over the statements itself (no ``CSTVisitor``: see
+``flagtrace.positions`` for what that would cost), in source order, and keeps
+its position in an immutable ``scopes.Frame``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 import libcst as cst
 
+from flagtrace.expressions import ExpressionWalker
 from flagtrace.model import (
     Argument,
     Assignment,
@@ -21,11 +26,6 @@ from flagtrace.model import (
     Branch,
     CallExpr,
     CallKind,
-    CallSite,
-    CallStep,
-    ConstExpr,
-    ContainerExpr,
-    ContainerKind,
     Expr,
     Flow,
     FunctionRefExpr,
@@ -37,55 +37,36 @@ from flagtrace.model import (
     ModuleSummary,
     NameExpr,
     OpaqueExpr,
-    Param,
-    ParamKind,
     RaiseStep,
-    ReadStep,
     ReturnStep,
     ScopeKind,
     SourceFile,
-    SubscriptExpr,
-    SuperExpr,
     Target,
     TryBlock,
     WithBlock,
     WithItem,
     WriteStep,
-    YieldStep,
 )
 from flagtrace.positions import MAX_CALL_TEXT, SourceSpans
-from flagtrace.scopes import ScopeBuilder
+from flagtrace.scopes import Frame, ScopeBuilder
 
 _TYPE_CHECKING_TESTS = {"TYPE_CHECKING", "typing.TYPE_CHECKING", "t.TYPE_CHECKING"}
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 
 
-class _Indexer:
+def summarize_source(source: SourceFile, data: bytes) -> ModuleSummary:
+    """Parse ``data`` as the file ``source`` and summarise it.
+
+    Parse errors propagate as libcst exceptions: ``index.index_file`` turns
+    them, and every other failure, into a ``Diagnostic``.
+    """
+    module = cst.parse_module(data)
+    src = SourceSpans(module, source.path)
+    return _Indexer(source, src).run(module)
+
+
+class _Indexer(ExpressionWalker):
     """Walks a module's statements and builds the scopes, in source order."""
-
-    def __init__(self, source: SourceFile, src: SourceSpans) -> None:
-        self.source = source
-        self.src = src
-        self.module = source.module
-        self.package = source.module if source.is_package else source.module.rpartition(".")[0]
-        self.scopes: list[ScopeBuilder] = []
-        self.guards: list[Guard] = []
-        self.with_texts: list[str] = []
-        self.type_checking = 0
-        self.import_guarded = 0
-        self.flows: list[list[Flow]] = []
-        self.scope: ScopeBuilder
-        self.has_main_block = False
-        self.all_names: tuple[str, ...] | None = None
-        self.import_aliases: set[str] = set()  # any name bound by an import, anywhere
-        self.defined_names: set[str] = set()  # module-level def/class names
-        self.containers = 0  # displays so far: ``ContainerExpr.origin``
-
-    def container(
-        self, kind: ContainerKind, items: tuple[Expr, ...], keys: tuple[Expr | None, ...] = ()
-    ) -> ContainerExpr:
-        self.containers += 1
-        return ContainerExpr(kind, items, keys, f"{self.module}:{self.containers}")
 
     # ---- entry
 
@@ -97,7 +78,7 @@ class _Indexer:
             location=Location(self.source.path, 1, 1),
             parent=None,
         )
-        self.scope = top
+        self.frame = Frame(top)
         self.scopes.append(top)
         top.flow = self.block(module.body)
         top.end_line = self.src.line_count
@@ -117,46 +98,21 @@ class _Indexer:
             all_names=self.all_names,
         )
 
-    # ---- helpers
-
-    def loc(self, node: cst.CSTNode) -> Location:
-        return self.src.location(node)
-
-    @contextmanager
-    def guard(self, g: Guard | None) -> Iterator[None]:
-        if g is None:
-            yield
-            return
-        self.guards.append(g)
-        try:
-            yield
-        finally:
-            self.guards.pop()
-
-    def emit(self, step: Flow) -> None:
-        self.flows[-1].append(step)
-
-    def block(self, body: Sequence[cst.CSTNode] | cst.BaseSuite) -> tuple[Flow, ...]:
-        if isinstance(body, cst.IndentedBlock):
-            stmts: Sequence[cst.CSTNode] = body.body
-        elif isinstance(body, cst.SimpleStatementSuite):
-            stmts = body.body
-        else:
-            stmts = body  # type: ignore[assignment]
-        self.flows.append([])
-        try:
+    def block(
+        self,
+        body: Sequence[cst.BaseStatement] | cst.BaseSuite,
+        frame: Frame | None = None,
+    ) -> tuple[Flow, ...]:
+        """The flow of ``body``, walked in ``frame`` (default: the current one)."""
+        stmts = body.body if isinstance(body, cst.BaseSuite) else body
+        with self.within((self.frame if frame is None else frame).block()) as inner:
             for stmt in stmts:
                 self.statement(stmt)
-        finally:
-            out = self.flows.pop()
-        return tuple(out)
-
-    def bind(self, name: str) -> None:
-        self.scope.local_names.add(name)
+        return tuple(inner.flow)
 
     # ---- statements
 
-    def statement(self, node: cst.CSTNode) -> None:
+    def statement(self, node: cst.BaseStatement | cst.BaseSmallStatement) -> None:
         if isinstance(node, cst.SimpleStatementLine):
             for small in node.body:
                 self.small_statement(small)
@@ -192,25 +148,12 @@ class _Indexer:
             self.expr(node.target)
             self.assign(node.target, value, self.src.text(node.value), node.value, augmented=True)
         elif isinstance(node, cst.Return):
-            value = self.expr(node.value) if node.value is not None else None
-            if value is not None:
-                self.scope.returns.append(value)
-            self.emit(ReturnStep(self.loc(node), value))
+            returned = self.expr(node.value) if node.value is not None else None
+            if returned is not None:
+                self.scope.returns.append(returned)
+            self.emit(ReturnStep(self.loc(node), returned))
         elif isinstance(node, cst.Raise):
-            if node.exc is not None:
-                exc = self.expr(node.exc)
-                if isinstance(exc, (NameExpr, AttrExpr)):
-                    # ``raise E`` instantiates E
-                    self.add_call(
-                        exc,
-                        (),
-                        node.exc,
-                        "<raise> " + self.src.text(node.exc, MAX_CALL_TEXT),
-                        CallKind.RAISE,
-                    )
-            if node.cause is not None:
-                self.expr(node.cause)
-            self.emit(RaiseStep(self.loc(node)))
+            self.raise_(node)
         elif isinstance(node, cst.Global):
             self.scope.globals_declared.update(n.name.value for n in node.names)
         elif isinstance(node, cst.Nonlocal):
@@ -227,7 +170,24 @@ class _Indexer:
                 self.expr(node.msg)
         # Pass, Break, Continue: nothing to record
 
+    def raise_(self, node: cst.Raise) -> None:
+        if node.exc is not None:
+            exc = self.expr(node.exc)
+            if isinstance(exc, (NameExpr, AttrExpr)):
+                # ``raise E`` instantiates E
+                self.add_call(
+                    exc,
+                    (),
+                    node.exc,
+                    "<raise> " + self.src.text(node.exc, MAX_CALL_TEXT),
+                    CallKind.RAISE,
+                )
+        if node.cause is not None:
+            self.expr(node.cause.item)
+        self.emit(RaiseStep(self.loc(node)))
+
     def check_all(self, node: cst.Assign) -> None:
+        """``__all__ = [...]`` at module level, when every element is a string literal."""
         if self.scope.kind is not ScopeKind.MODULE:
             return
         for t in node.targets:
@@ -256,117 +216,17 @@ class _Indexer:
         else:
             self.expr(target)
 
-    def is_import_alias(self, name: str) -> bool:
-        return name in self.import_aliases
-
-    def import_rooted(self, node: cst.BaseExpression) -> str | None:
-        """``mod`` or ``pkg.mod`` when it starts at a name bound by an import."""
-        parts: list[str] = []
-        while isinstance(node, cst.Attribute):
-            parts.append(node.attr.value)
-            node = node.value
-        if not isinstance(node, cst.Name) or not self.is_import_alias(node.value):
-            return None
-        parts.append(node.value)
-        return ".".join(reversed(parts))
-
-    def assign(
-        self,
-        target: cst.BaseExpression,
-        value: Expr,
-        text: str,
-        value_node: cst.CSTNode,
-        *,
-        annotation: str | None = None,
-        augmented: bool = False,
-        iterates: bool = False,
-        store: bool = True,
-    ) -> None:
-        location = self.loc(target)
-        if isinstance(target, (cst.Tuple, cst.List)):
-            elements = [el.value for el in target.elements]
-            values: list[Expr] | None = None
-            if isinstance(value, ContainerExpr) and value.kind in (
-                ContainerKind.TUPLE,
-                ContainerKind.LIST,
-            ):
-                if len(value.items) == len(elements) and not iterates:
-                    values = list(value.items)
-            for i, el in enumerate(elements):
-                if isinstance(el, cst.StarredElement):
-                    el = el.value
-                if values is not None:
-                    self.assign(el, values[i], text, value_node, augmented=augmented)
-                else:
-                    self.assign(el, value, text, value_node, augmented=augmented, iterates=True)
-            return
-        if isinstance(target, cst.StarredElement):
-            self.assign(target.value, value, text, value_node, iterates=True)
-            return
-        if isinstance(target, cst.Name):
-            name = target.value
-            self.bind(name)
-            self.scope.assignments.append(
-                Assignment(
-                    Target(name=name), value, location, text, annotation, augmented, iterates
-                )
-            )
-            if (
-                self.scope.kind is not ScopeKind.MODULE
-                and (name in self.scope.globals_declared)
-                and store
-            ):
-                self.emit(WriteStep(name, value, text, location, augmented=augmented))
-            return
-        if isinstance(target, cst.Attribute):
-            base = self.expr(target.value, load_attr=False)
-            self.scope.assignments.append(
-                Assignment(
-                    Target(base=base, attr=target.attr.value),
-                    value,
-                    location,
-                    text,
-                    annotation,
-                    augmented,
-                    iterates,
-                )
-            )
-            dotted = self.import_rooted(target.value)
-            if store and dotted is not None:
-                self.emit(
-                    WriteStep(
-                        target.attr.value, value, text, location, base=dotted, augmented=augmented
-                    )
-                )
-            return
-        if isinstance(target, cst.Subscript):
-            base = self.expr(target.value)
-            key: Expr = OpaqueExpr("")
-            if len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
-                key = self.expr(target.slice[0].slice.value)
-            self.scope.assignments.append(
-                Assignment(
-                    Target(base=base, key=key),
-                    value,
-                    location,
-                    text,
-                    annotation,
-                    augmented,
-                    iterates,
-                )
-            )
-            return
-        self.expr(target)
+    # ---- imports
 
     def stmt_import(self, node: cst.Import) -> None:
         for alias in node.names:
-            dotted = _dotted(alias.name)
+            name = _dotted(alias.name)
             if alias.asname is not None:
                 local = _name_of(alias.asname.name)
-                self.add_import(ImportKind.MODULE, dotted, None, local, alias)
+                self.add_import(ImportKind.MODULE, name, None, local, alias)
             else:
                 # ``import a.b.c`` binds ``a`` (and makes a.b.c importable)
-                self.add_import(ImportKind.MODULE, dotted, None, dotted.split(".")[0], alias)
+                self.add_import(ImportKind.MODULE, name, None, name.split(".")[0], alias)
 
     def stmt_import_from(self, node: cst.ImportFrom) -> None:
         level = len(node.relative)
@@ -401,10 +261,12 @@ class _Indexer:
                 name,
                 alias,
                 self.loc(node),
-                type_checking=self.type_checking > 0,
-                guarded=self.import_guarded > 0,
+                type_checking=self.frame.type_checking,
+                guarded=self.frame.import_guarded,
             )
         )
+
+    # ---- definitions
 
     def stmt_FunctionDef(self, node: cst.FunctionDef) -> None:
         decorators, texts = self.decorators(node.decorators)
@@ -425,78 +287,9 @@ class _Indexer:
             is_async=node.asynchronous is not None,
         )
         self.define(child, node)
-        self.enter_function(child, node.body, params)
-
-    def enter_function(
-        self,
-        child: ScopeBuilder,
-        body: cst.BaseSuite | cst.BaseExpression,
-        params: tuple[Param, ...],
-    ) -> None:
-        outer_scope, outer_guards, outer_with = self.scope, self.guards, self.with_texts
-        outer_tc, outer_ig = self.type_checking, self.import_guarded
-        self.scope, self.guards, self.with_texts = child, [], []
-        self.type_checking = self.import_guarded = 0
         self.scopes.append(child)
-        for p in params:
-            child.local_names.add(p.name)
-        try:
-            if isinstance(body, cst.BaseExpression):  # lambda
-                self.flows.append([])
-                value = self.expr(body)
-                child.returns.append(value)
-                self.emit(ReturnStep(self.loc(body), value))
-                child.flow = tuple(self.flows.pop())
-            else:
-                child.flow = self.block(body)
-        finally:
-            self.scope, self.guards, self.with_texts = outer_scope, outer_guards, outer_with
-            self.type_checking, self.import_guarded = outer_tc, outer_ig
-
-    def define(self, child: ScopeBuilder, node: cst.CSTNode) -> None:
-        """Bind a def/class in the enclosing scope and apply its decorators."""
-        self.scope.children.append(child.qualname)
-        self.bind(child.name)
-        if self.scope.kind is ScopeKind.MODULE:
-            self.defined_names.add(child.name)
-        child.end_line = self.src.end_line(node)
-        value: Expr = FunctionRefExpr(child.qualname)
-        # decorators apply innermost first: @a @b def f -> a(b(f))
-        for dec in reversed(child.decorators):
-            site = self.add_call(
-                dec, (Argument(value),), node, self.decorator_text(child, dec), CallKind.DECORATOR
-            )
-            value = CallExpr(site)
-        self.scope.assignments.append(
-            Assignment(Target(name=child.name), value, child.location, child.name)
-        )
-
-    def decorator_text(self, child: ScopeBuilder, dec: Expr) -> str:
-        i = child.decorators.index(dec)
-        return "@" + child.decorator_texts[i]
-
-    def decorators(self, decs: Sequence[cst.Decorator]) -> tuple[tuple[Expr, ...], tuple[str, ...]]:
-        exprs = tuple(self.expr(d.decorator) for d in decs)
-        texts = tuple(self.src.text(d.decorator) for d in decs)
-        return exprs, texts
-
-    def parameters(self, params: cst.Parameters) -> tuple[Param, ...]:
-        out: list[Param] = []
-
-        def one(p: cst.Param, kind: ParamKind) -> None:
-            ann = self.src.text(p.annotation.annotation) if p.annotation is not None else None
-            default = self.expr(p.default) if p.default is not None else None
-            out.append(Param(p.name.value, kind, ann, default))
-
-        for p in (*params.posonly_params, *params.params):
-            one(p, ParamKind.POSITIONAL)
-        if isinstance(params.star_arg, cst.Param):
-            one(params.star_arg, ParamKind.VAR_POSITIONAL)
-        for p in params.kwonly_params:
-            one(p, ParamKind.KEYWORD_ONLY)
-        if params.star_kwarg is not None:
-            one(params.star_kwarg, ParamKind.VAR_KEYWORD)
-        return tuple(out)
+        child.local_names.update(p.name for p in params)
+        child.flow = self.block(node.body, self.frame.function(child))
 
     def stmt_ClassDef(self, node: cst.ClassDef) -> None:
         decorators, texts = self.decorators(node.decorators)
@@ -515,46 +308,64 @@ class _Indexer:
             bases=bases,
         )
         self.define(child, node)
-        outer_scope, outer_guards, outer_with = self.scope, self.guards, self.with_texts
-        self.scope, self.guards, self.with_texts = child, [], []
         self.scopes.append(child)
-        try:
-            child.flow = self.block(node.body)
-        finally:
-            self.scope, self.guards, self.with_texts = outer_scope, outer_guards, outer_with
+        child.flow = self.block(node.body, self.frame.class_body(child))
+
+    def define(self, child: ScopeBuilder, node: cst.FunctionDef | cst.ClassDef) -> None:
+        """Bind a def/class in the enclosing scope and apply its decorators."""
+        self.scope.children.append(child.qualname)
+        self.bind(child.name)
+        if self.scope.kind is ScopeKind.MODULE:
+            self.defined_names.add(child.name)
+        child.end_line = self.src.end_line(node)
+        value: Expr = FunctionRefExpr(child.qualname)
+        # decorators apply innermost first: @a @b def f -> a(b(f))
+        for dec in reversed(child.decorators):
+            site = self.add_call(
+                dec, (Argument(value),), node, self.decorator_text(child, dec), CallKind.DECORATOR
+            )
+            value = CallExpr(site)
+        self.scope.assignments.append(
+            Assignment(Target(name=child.name), value, child.location, child.name)
+        )
+
+    def decorator_text(self, child: ScopeBuilder, dec: Expr) -> str:
+        # ``index`` finds the first equal decorator: ``@a @a`` shows the first's text twice
+        i = child.decorators.index(dec)
+        return "@" + child.decorator_texts[i]
+
+    def decorators(self, decs: Sequence[cst.Decorator]) -> tuple[tuple[Expr, ...], tuple[str, ...]]:
+        exprs = tuple(self.expr(d.decorator) for d in decs)
+        texts = tuple(self.src.text(d.decorator) for d in decs)
+        return exprs, texts
+
+    # ---- control flow
 
     def stmt_If(self, node: cst.If, kind: GuardKind = GuardKind.IF) -> None:
-        test = self.expr(node.test)
+        self.expr(node.test)
         text = self.src.text(node.test)
         g = Guard(text, self.loc(node.test).line, False, kind)
-        is_tc = text in _TYPE_CHECKING_TESTS
-        is_main = _is_main_test(node.test)
-        if is_main and self.scope.kind is ScopeKind.MODULE:
+        if _is_main_test(node.test) and self.scope.kind is ScopeKind.MODULE:
             self.has_main_block = True
-        if is_tc:
-            self.type_checking += 1
-        with self.guard(g):
-            body = self.block(node.body)
-        if is_tc:
-            self.type_checking -= 1
+        frame = self.frame.guarded(g)
+        if text in _TYPE_CHECKING_TESTS:
+            frame = frame.only_type_checking()
+        body = self.block(node.body, frame)
         orelse: tuple[Flow, ...] = ()
         if node.orelse is not None:
-            neg = Guard(text, g.line, True, GuardKind.ELSE)
-            with self.guard(neg):
-                if isinstance(node.orelse, cst.If):
-                    self.flows.append([])
+            neg = self.frame.guarded(Guard(text, g.line, True, GuardKind.ELSE))
+            if isinstance(node.orelse, cst.If):
+                with self.within(neg.block()) as inner:
                     self.stmt_If(node.orelse, GuardKind.ELIF)
-                    orelse = tuple(self.flows.pop())
-                else:
-                    orelse = self.block(node.orelse.body)
-        del test
+                orelse = tuple(inner.flow)
+            else:
+                orelse = self.block(node.orelse.body, neg)
         self.emit(Branch(g, body, orelse, self.loc(node)))
 
     def stmt_While(self, node: cst.While) -> None:
         self.expr(node.test)
         g = Guard(self.src.text(node.test), self.loc(node.test).line, False, GuardKind.WHILE)
-        with self.guard(g):
-            body = self.block(node.body)
+        body = self.block(node.body, self.frame.guarded(g))
         orelse = self.block(node.orelse.body) if node.orelse is not None else ()
         self.emit(Branch(g, body, orelse, self.loc(node), loop=True))
 
@@ -594,14 +405,10 @@ class _Indexer:
                 f"<{enter}> {text[:MAX_CALL_TEXT]}",
                 CallKind.ENTER,
             )
-        self.with_texts.extend(i.text for i in items)
-        try:
-            body = self.block(node.body)
-        finally:
-            del self.with_texts[len(self.with_texts) - len(items) :]
+        body = self.block(node.body, self.frame.within_with(tuple(i.text for i in items)))
         self.emit(WithBlock(tuple(items), body, self.loc(node), node.asynchronous is not None))
         leave = "__aexit__" if node.asynchronous is not None else "__exit__"
-        for item, with_item in zip(reversed(node.items), reversed(items)):
+        for item, with_item in zip(reversed(node.items), reversed(items), strict=True):
             self.add_call(
                 AttrExpr(with_item.expr, leave),
                 (),
@@ -612,11 +419,7 @@ class _Indexer:
 
     def stmt_Try(self, node: cst.Try | cst.TryStar) -> None:
         catches_import = any(_handler_catches_import_error(h) for h in node.handlers)
-        if catches_import:
-            self.import_guarded += 1
-        body = self.block(node.body)
-        if catches_import:
-            self.import_guarded -= 1
+        body = self.block(node.body, self.frame.guarding_imports() if catches_import else None)
         handlers: list[tuple[Flow, ...]] = []
         for h in node.handlers:
             if h.type is not None:
@@ -629,8 +432,7 @@ class _Indexer:
                 False,
                 GuardKind.EXCEPT,
             )
-            with self.guard(g):
-                handlers.append(self.block(h.body))
+            handlers.append(self.block(h.body, self.frame.guarded(g)))
         orelse = self.block(node.orelse.body) if node.orelse is not None else ()
         final = self.block(node.finalbody.body) if node.finalbody is not None else ()
         self.emit(TryBlock(body, tuple(handlers), orelse, final, self.loc(node)))
@@ -638,9 +440,8 @@ class _Indexer:
     stmt_TryStar = stmt_Try
 
     def stmt_Match(self, node: cst.Match) -> None:
-        subject = self.expr(node.subject)
-        del subject
-        arms: list[Flow] = []
+        self.expr(node.subject)
+        arms: list[Branch] = []
         for case in node.cases:
             self.bind_pattern_names(case.pattern)
             if case.guard is not None:
@@ -649,13 +450,11 @@ class _Indexer:
             if case.guard is not None:
                 text += " if " + self.src.text(case.guard)
             g = Guard(text, self.loc(case).line, False, GuardKind.CASE)
-            with self.guard(g):
-                body = self.block(case.body)
+            body = self.block(case.body, self.frame.guarded(g))
             arms.append(Branch(g, body, (), self.loc(case)))
         # cases are alternatives: nest them as if/else chains
         chain: tuple[Flow, ...] = ()
         for arm in reversed(arms):
-            assert isinstance(arm, Branch)
             chain = (Branch(arm.guard, arm.body, chain, arm.location),)
         for step in chain:
             self.emit(step)
@@ -677,239 +476,9 @@ class _Indexer:
             ):
                 self.bind_pattern_names(child)
 
-    # ---- expressions
-
-    def add_call(
-        self,
-        func: Expr,
-        args: tuple[Argument, ...],
-        node: cst.CSTNode,
-        text: str,
-        kind: CallKind = CallKind.CALL,
-    ) -> int:
-        site = len(self.scope.calls)
-        self.scope.calls.append(
-            CallSite(
-                func=func,
-                args=args,
-                location=self.loc(node),
-                text=text,
-                guards=tuple(self.guards),
-                with_items=tuple(self.with_texts),
-                kind=kind,
-            )
-        )
-        self.emit(CallStep(site))
-        return site
-
-    def expr(self, node: cst.BaseExpression | None, load_attr: bool = True) -> Expr:
-        if node is None:
-            return OpaqueExpr("")
-        t = type(node)
-        if t is cst.Name:
-            name = node.value  # type: ignore[attr-defined]
-            if name in ("True", "False", "None"):
-                return ConstExpr(name)
-            self.emit(ReadStep(name, self.loc(node)))
-            return NameExpr(name)
-        if t is cst.Attribute:
-            assert isinstance(node, cst.Attribute)
-            if isinstance(node.value, cst.Name) and load_attr:
-                base_name = node.value.value
-                if self.is_import_alias(base_name):
-                    self.emit(ReadStep(node.attr.value, self.loc(node), base=base_name))
-                    return AttrExpr(NameExpr(base_name), node.attr.value)
-            base = self.expr(node.value)
-            dotted = self.import_rooted(node.value) if load_attr else None
-            if dotted is not None:  # ``pkg.state.FLAG`` after ``import pkg.state``
-                self.emit(ReadStep(node.attr.value, self.loc(node), base=dotted))
-            return AttrExpr(base, node.attr.value)
-        if t is cst.Call:
-            assert isinstance(node, cst.Call)
-            return self.call(node)
-        if t in (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString):
-            return ConstExpr(node.value)  # type: ignore[attr-defined]
-        if t is cst.ConcatenatedString or t is cst.FormattedString:
-            if t is cst.FormattedString:
-                for part in node.parts:  # type: ignore[attr-defined]
-                    if isinstance(part, cst.FormattedStringExpression):
-                        self.expr(part.expression)
-            return ConstExpr(self.src.text(node, 60))
-        if t is cst.Subscript:
-            assert isinstance(node, cst.Subscript)
-            base = self.expr(node.value)
-            keys: list[Expr] = []
-            for el in node.slice:
-                if isinstance(el.slice, cst.Index):
-                    keys.append(self.expr(el.slice.value))
-                else:
-                    for part in (el.slice.lower, el.slice.upper, el.slice.step):  # type: ignore[union-attr]
-                        if part is not None:
-                            self.expr(part)
-            key = keys[0] if len(keys) == 1 else OpaqueExpr("")
-            return SubscriptExpr(base, key)
-        if t in (cst.List, cst.Tuple, cst.Set):
-            kind = {
-                cst.List: ContainerKind.LIST,
-                cst.Tuple: ContainerKind.TUPLE,
-                cst.Set: ContainerKind.SET,
-            }[t]
-            items = tuple(self.expr(el.value) for el in node.elements)  # type: ignore[attr-defined]
-            return self.container(kind, items)
-        if t is cst.Dict:
-            assert isinstance(node, cst.Dict)
-            ks: list[Expr | None] = []
-            vs: list[Expr] = []
-            for el in node.elements:
-                if isinstance(el, cst.DictElement):
-                    ks.append(self.expr(el.key))
-                    vs.append(self.expr(el.value))
-                else:
-                    ks.append(None)
-                    vs.append(self.expr(el.value))
-            return self.container(ContainerKind.DICT, tuple(vs), tuple(ks))
-        if t is cst.Lambda:
-            assert isinstance(node, cst.Lambda)
-            return self.lambda_(node)
-        if t is cst.IfExp:
-            assert isinstance(node, cst.IfExp)
-            self.expr(node.test)
-            a = self.expr(node.body)
-            b = self.expr(node.orelse)
-            return OpaqueExpr(self.src.text(node, 80), (a, b))
-        if t is cst.BooleanOperation:
-            assert isinstance(node, cst.BooleanOperation)
-            a = self.expr(node.left)
-            b = self.expr(node.right)
-            return OpaqueExpr(self.src.text(node, 80), (a, b))
-        if t is cst.NamedExpr:
-            assert isinstance(node, cst.NamedExpr)
-            value = self.expr(node.value)
-            self.assign(node.target, value, self.src.text(node.value), node.value)
-            return value
-        if t in (cst.Await,):
-            return self.expr(node.expression)  # type: ignore[attr-defined]
-        if t is cst.Yield:
-            assert isinstance(node, cst.Yield)
-            self.scope.is_generator = True
-            v: Expr = OpaqueExpr("")
-            if isinstance(node.value, cst.From):
-                v = self.expr(node.value.item)
-            elif node.value is not None:
-                v = self.expr(node.value)
-            self.scope.yields.append(v)
-            self.emit(YieldStep(self.loc(node)))
-            return OpaqueExpr("yield")
-        if t in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
-            return self.comprehension(node)
-        if t is cst.StarredElement:
-            return self.expr(node.value)  # type: ignore[attr-defined]
-        if t is cst.Ellipsis:
-            return ConstExpr("...")
-        # operators, comparisons, unary ops, f-strings...: walk for calls and reads
-        parts: list[Expr] = []
-        for child in _expr_children(node):
-            parts.append(self.expr(child))
-        return OpaqueExpr(self.src.text(node, 80))
-
-    def comprehension(self, node: cst.BaseExpression) -> Expr:
-        fors: list[cst.CompFor] = []
-        comp: cst.CompFor | None = node.for_in  # type: ignore[attr-defined]
-        while comp is not None:
-            fors.append(comp)
-            comp = comp.inner_for_in
-        for c in fors:
-            it = self.expr(c.iter)
-            self.assign(c.target, it, self.src.text(c.iter), c.iter, iterates=True)
-            for cond in c.ifs:
-                self.expr(cond.test)
-        if isinstance(node, cst.DictComp):
-            self.expr(node.key)
-            value = self.expr(node.value)
-            return self.container(ContainerKind.DICT, (value,), (OpaqueExpr(""),))
-        elt = self.expr(node.elt)  # type: ignore[attr-defined]
-        kind = ContainerKind.SET if isinstance(node, cst.SetComp) else ContainerKind.LIST
-        return self.container(kind, (elt,))
-
-    def lambda_(self, node: cst.Lambda) -> Expr:
-        parent = self.scope
-        parent.lambda_count += 1
-        name = f"<lambda{parent.lambda_count}>"
-        params = self.parameters(node.params)
-        child = ScopeBuilder(
-            qualname=f"{parent.qualname}.{name}",
-            kind=ScopeKind.LAMBDA,
-            name=name,
-            location=self.loc(node),
-            parent=parent,
-            params=params,
-        )
-        child.end_line = self.src.end_line(node)
-        parent.children.append(child.qualname)
-        self.enter_function(child, node.body, params)
-        return FunctionRefExpr(child.qualname)
-
-    def call(self, node: cst.Call) -> Expr:
-        func_node = node.func
-        if isinstance(func_node, cst.Name):
-            func: Expr = NameExpr(func_node.value)
-            if func_node.value == "super" and not node.args:
-                func = NameExpr("super")
-        elif isinstance(func_node, cst.Attribute):
-            # a method call: the receiver is read, but the callee is not a "read"
-            base = self.expr(func_node.value)
-            func = AttrExpr(base, func_node.attr.value)
-        else:
-            func = self.expr(func_node)
-        args: list[Argument] = []
-        for a in node.args:
-            value = self.expr(a.value)
-            star = len(a.star) if a.star else 0
-            args.append(Argument(value, a.keyword.value if a.keyword is not None else None, star))
-        self.setattr_write(func, node, args)
-        text = self.src.text(node, MAX_CALL_TEXT)
-        site = self.add_call(func, tuple(args), node, text)
-        if isinstance(func, NameExpr) and func.name == "super" and self._plain_super(node):
-            return SuperExpr()
-        return CallExpr(site)
-
-    def _plain_super(self, node: cst.Call) -> bool:
-        """``super()``, or the old spelling ``super(Cls, self)`` inside a method of ``Cls``."""
-        if not node.args:
-            return True
-        parent = self.scope.parent
-        first = node.args[0].value
-        return (
-            len(node.args) == 2
-            and parent is not None
-            and parent.kind is ScopeKind.CLASS
-            and isinstance(first, cst.Name)
-            and first.value == parent.name
-        )
-
-    def setattr_write(self, func: Expr, node: cst.Call, args: list[Argument]) -> None:
-        """``setattr(mod, "X", v)`` writes the module global ``X``."""
-        if not (isinstance(func, NameExpr) and func.name == "setattr" and len(args) == 3):
-            return
-        _, attr, value = args
-        base = self.import_rooted(node.args[0].value)
-        if base is not None and isinstance(attr.value, ConstExpr):
-            literal = attr.value.value
-            if literal[:1] in "'\"":
-                name = literal.strip("'\"")
-                text = self.src.text(node.args[2].value)
-                self.emit(WriteStep(name, value.value, text, self.loc(node), base=base))
-
-
-def _expr_children(node: cst.CSTNode) -> Iterator[cst.BaseExpression]:
-    for child in node.children:
-        if isinstance(child, cst.BaseExpression):
-            yield child
-        elif isinstance(child, (cst.FormattedStringExpression, cst.ComparisonTarget)):
-            yield from _expr_children(child)
-
 
 def _dotted(node: cst.BaseExpression) -> str:
+    """``a.b.c`` for a chain of names and attributes, else ``""``."""
     if isinstance(node, cst.Name):
         return node.value
     if isinstance(node, cst.Attribute):
@@ -922,15 +491,17 @@ def _name_of(node: cst.BaseExpression) -> str:
 
 
 def _is_main_test(test: cst.BaseExpression) -> bool:
+    """``__name__ == "__main__"``, either way round."""
     if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
         return False
     left, right = test.left, test.comparisons[0].comparator
-    sides = {type(left), type(right)}
-    if sides != {cst.Name, cst.SimpleString}:
+    if isinstance(left, cst.Name) and isinstance(right, cst.SimpleString):
+        name, string = left, right
+    elif isinstance(right, cst.Name) and isinstance(left, cst.SimpleString):
+        name, string = right, left
+    else:
         return False
-    name = left if isinstance(left, cst.Name) else right
-    string = right if isinstance(right, cst.SimpleString) else left
-    return name.value == "__name__" and string.evaluated_value == "__main__"  # type: ignore[union-attr]
+    return name.value == "__name__" and string.evaluated_value == "__main__"
 
 
 def _handler_catches_import_error(handler: cst.ExceptHandler | cst.ExceptStarHandler) -> bool:
@@ -943,14 +514,3 @@ def _handler_catches_import_error(handler: cst.ExceptHandler | cst.ExceptStarHan
     else:
         names = [_dotted(t)]
     return any(n.rpartition(".")[2] in _IMPORT_ERRORS for n in names)
-
-
-def summarize_source(source: SourceFile, data: bytes) -> ModuleSummary:
-    """Parse ``data`` as the file ``source`` and summarise it.
-
-    Parse errors propagate as libcst exceptions: ``index.index_file`` turns
-    them, and every other failure, into a ``Diagnostic``.
-    """
-    module = cst.parse_module(data)
-    src = SourceSpans(module, source.path)
-    return _Indexer(source, src).run(module)

@@ -1,8 +1,9 @@
-"""The indexer: its cache key covers its own code.
+"""The indexer: its cache key covers its own code, and the walk's frame.
 
-The cache key tests guard a split of the indexer into modules: were a module of
-the summary walk left out of ``index.INDEXER_SOURCES``, an edited walk would
-read the summaries an older one wrote, and nothing else would notice.
+The cache key test guards a split like the one that made ``flagtrace.summarize``
+out of ``flagtrace.index``: were a module of the summary walk left out of
+``index.INDEXER_SOURCES``, an edited walk would read the summaries an older one
+wrote, and nothing else would notice.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import flagtrace
-from flagtrace.index import INDEXER_SOURCES
+from flagtrace.index import INDEXER_SOURCES, index_file
+from flagtrace.model import Import, ModuleSummary, Scope, SourceFile
 
 PACKAGE = Path(flagtrace.__file__).resolve().parent
 
@@ -85,3 +89,92 @@ def test_an_edit_to_any_module_of_the_walk_changes_the_cache_schema(tmp_path: Pa
     edited = {name: key for name, key in rows[1:-1]}
     assert set(edited) == set(INDEXER_SOURCES) and "summarize.py" in edited
     assert all(key != before for key in edited.values()), edited
+
+
+def _summary(tmp_path: Path, code: str) -> ModuleSummary:
+    path = tmp_path / "m.py"
+    path.write_text(textwrap.dedent(code))
+    result = index_file(SourceFile(str(path), "m", str(tmp_path)))
+    assert result.summary is not None, result.diagnostic
+    return result.summary
+
+
+def _scope(summary: ModuleSummary, qualname: str) -> Scope:
+    return next(s for s in summary.scopes if s.qualname == qualname)
+
+
+def _imports(summary: ModuleSummary, qualname: str) -> dict[str, Import]:
+    return {i.alias: i for i in _scope(summary, qualname).imports}
+
+
+def test_a_class_body_keeps_the_import_context_a_function_body_does_not(tmp_path: Path) -> None:
+    """A class body runs where it is written; a function body runs when called."""
+    summary = _summary(
+        tmp_path,
+        """
+        from typing import TYPE_CHECKING
+        try:
+            class A:
+                import fast
+            def f():
+                import fast
+        except ImportError:
+            pass
+        if TYPE_CHECKING:
+            class B:
+                import types_only
+            def g():
+                import types_only
+        """,
+    )
+    assert _imports(summary, "m.A")["fast"].guarded
+    assert not _imports(summary, "m.f")["fast"].guarded
+    assert _imports(summary, "m.B")["types_only"].type_checking
+    assert not _imports(summary, "m.g")["types_only"].type_checking
+
+
+def test_guards_and_with_items_stop_at_the_scope_they_belong_to(tmp_path: Path) -> None:
+    summary = _summary(
+        tmp_path,
+        """
+        if ready:
+            with lock:
+                def f():
+                    if inner:
+                        call_in_f()
+                class C:
+                    call_in_c()
+                call_at_top()
+        after = lambda: call_in_lambda()
+        call_after()
+        """,
+    )
+    sites = {c.text: c for s in summary.scopes for c in s.calls if c.text.startswith("call_")}
+    assert [g.text for g in sites["call_in_f()"].guards] == ["inner"]
+    assert sites["call_in_f()"].with_items == ()
+    assert sites["call_in_c()"].guards == () and sites["call_in_c()"].with_items == ()
+    assert [g.text for g in sites["call_at_top()"].guards] == ["ready"]
+    assert sites["call_at_top()"].with_items == ("lock",)
+    assert sites["call_in_lambda()"].guards == ()
+    assert sites["call_after()"].guards == () and sites["call_after()"].with_items == ()
+
+
+def test_a_walk_that_fails_leaves_no_frame_behind() -> None:
+    """The frame comes back on every path out of a scope, also when the walk raises."""
+    import libcst as cst
+
+    from flagtrace.expressions import ExpressionWalker
+    from flagtrace.model import Location, ScopeKind
+    from flagtrace.positions import SourceSpans
+    from flagtrace.scopes import Frame, ScopeBuilder
+
+    top = ScopeBuilder("m", ScopeKind.MODULE, "m", Location("m.py", 1), None)
+    inner = ScopeBuilder("m.f", ScopeKind.FUNCTION, "f", Location("m.py", 2), top)
+    walker = ExpressionWalker(
+        SourceFile("m.py", "m", "."), SourceSpans(cst.parse_module(b""), "m.py")
+    )
+    walker.frame = outer = Frame(top)
+    with pytest.raises(RuntimeError), walker.within(outer.function(inner)):
+        assert walker.scope is inner
+        raise RuntimeError("a bug in the walk")
+    assert walker.frame is outer

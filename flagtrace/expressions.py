@@ -280,6 +280,7 @@ class ExpressionWalker:
                     self.expr(part.expression)
             return ConstExpr(self.src.text(node, 60))
         if type(node) is cst.ConcatenatedString:
+            # TODO(issue 15): ``"a" f"{k()}"`` is not walked: the call k() is lost
             return ConstExpr(self.src.text(node, 60))
         if type(node) is cst.Subscript:
             return self.subscript(node)
@@ -317,7 +318,19 @@ class ExpressionWalker:
 
     def operation(self, node: cst.BaseExpression) -> Expr:
         """Operators, comparisons, ``not`` and the like: walked for their calls and
-        reads; the value is opaque."""
+        reads; the value is opaque.
+
+        TODO(issue 15): the operands' values are dropped here (``parts`` is
+        built and not used), unlike ``a or b`` and ``x if c else y`` above. Only
+        ``BinaryOperation``, ``Comparison`` and ``UnaryOperation`` get here (and
+        two newer forms that lose more: a t-string's ``{f()}`` is not walked at
+        all, nor the ``for`` part of ``{**d for d in ds}``). For comparisons and ``not``
+        the result is a bool, so dropping is right; for ``+``, ``*`` and ``|``
+        on displays it loses values: ``for fn in [a] + [b]: fn()`` leaves
+        ``fn()`` unresolved, where ``for fn in [a, b]`` resolves to both. A fix
+        would pass ``parts`` for ``BinaryOperation`` only, and bump
+        ``index.SUMMARY_FORMAT``.
+        """
         parts: list[Expr] = []
         for child in _expr_children(node):
             parts.append(self.expr(child))

@@ -117,10 +117,15 @@ class _Indexer(ExpressionWalker):
             for small in node.body:
                 self.small_statement(small)
             return
+        # TODO(issue 15): the statements of a one-line suite (``def f(): return X``,
+        # ``if c: import m``, ``def set_(): global X; X = True``) are small
+        # statements, which have no ``stmt_`` method: they fall to the loop
+        # below, which keeps only their expressions' calls and reads, and drops
+        # the return, the import, the ``global`` and the write.
         method = getattr(self, "stmt_" + type(node).__name__, None)
         if method is not None:
             method(node)
-        else:  # pragma: no cover - every compound statement has a handler
+        else:
             for child in node.children:
                 if isinstance(child, cst.BaseExpression):
                     self.expr(child)

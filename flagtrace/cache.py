@@ -45,8 +45,6 @@ MAGIC = "flagtrace-summary"
 _SUFFIX = ".pkl"
 _TEMP_PREFIX = ".tmp-"
 _RESULTS = "results"  # ``flagtrace.results`` keeps whole-run reports here
-#: The modules whose code decides what a summary holds (their digest is in the key).
-_INDEXER_SOURCES = ("index.py", "model.py", "parseguard.py")
 
 
 def default_directory() -> Path:
@@ -65,11 +63,11 @@ def schema() -> str:
     import libcst
 
     from flagtrace import __version__
-    from flagtrace.index import SUMMARY_FORMAT
+    from flagtrace.index import INDEXER_SOURCES, SUMMARY_FORMAT
 
     here = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for name in _INDEXER_SOURCES:
+    for name in INDEXER_SOURCES:
         try:
             digest.update((here / name).read_bytes())
         except OSError:  # not there, or a zipped install: the versions have to do

@@ -1,0 +1,497 @@
+"""The expression half of the summary walk, and the state the whole walk shares.
+
+``ExpressionWalker`` turns a CST expression into the ``model.Expr`` value-flow
+vocabulary, recording on the way what evaluating it does: the calls it makes
+(``CallSite``), the globals it reads (``ReadStep``), the lambdas it defines and
+the names a walrus or a comprehension binds. ``flagtrace.summarize._Indexer``
+extends it with statements. Split this way because expressions never contain
+statements (a lambda's body is an expression), so this half never needs the
+other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import libcst as cst
+
+from flagtrace.model import (
+    Argument,
+    Assignment,
+    AttrExpr,
+    CallExpr,
+    CallKind,
+    CallSite,
+    CallStep,
+    ConstExpr,
+    ContainerExpr,
+    ContainerKind,
+    Expr,
+    Flow,
+    FunctionRefExpr,
+    Location,
+    NameExpr,
+    OpaqueExpr,
+    Param,
+    ParamKind,
+    ReadStep,
+    ReturnStep,
+    ScopeKind,
+    SourceFile,
+    SubscriptExpr,
+    SuperExpr,
+    Target,
+    WriteStep,
+    YieldStep,
+)
+from flagtrace.positions import MAX_CALL_TEXT, SourceSpans
+from flagtrace.scopes import Frame, ScopeBuilder
+
+_CONSTANTS = ("True", "False", "None")
+_SEQUENCES = {
+    cst.List: ContainerKind.LIST,
+    cst.Tuple: ContainerKind.TUPLE,
+    cst.Set: ContainerKind.SET,
+}
+_Comprehension = cst.ListComp | cst.SetComp | cst.GeneratorExp | cst.DictComp
+
+
+class ExpressionWalker:
+    """Per-module walk state, the current ``Frame``, and the expression walk."""
+
+    frame: Frame
+
+    def __init__(self, source: SourceFile, src: SourceSpans) -> None:
+        self.source = source
+        self.src = src
+        self.module = source.module
+        self.package = source.module if source.is_package else source.module.rpartition(".")[0]
+        self.scopes: list[ScopeBuilder] = []  # in the order they are entered
+        self.has_main_block = False
+        self.all_names: tuple[str, ...] | None = None
+        self.import_aliases: set[str] = set()  # any name bound by an import, anywhere
+        self.defined_names: set[str] = set()  # module-level def/class names
+        self.containers = 0  # displays so far: ``ContainerExpr.origin``
+
+    # ---- the frame
+
+    @property
+    def scope(self) -> ScopeBuilder:
+        return self.frame.scope
+
+    @contextmanager
+    def within(self, frame: Frame) -> Iterator[Frame]:
+        """Walk in ``frame`` until the block ends, then in the enclosing frame again
+        (also when the walk raises, so a caller that goes on sees no leftovers)."""
+        outer = self.frame
+        self.frame = frame
+        try:
+            yield frame
+        finally:
+            self.frame = outer
+
+    def emit(self, step: Flow) -> None:
+        self.frame.flow.append(step)
+
+    # ---- helpers
+
+    def loc(self, node: cst.CSTNode) -> Location:
+        return self.src.location(node)
+
+    def bind(self, name: str) -> None:
+        self.scope.local_names.add(name)
+
+    def container(
+        self, kind: ContainerKind, items: tuple[Expr, ...], keys: tuple[Expr | None, ...] = ()
+    ) -> ContainerExpr:
+        self.containers += 1
+        return ContainerExpr(kind, items, keys, f"{self.module}:{self.containers}")
+
+    def is_import_alias(self, name: str) -> bool:
+        return name in self.import_aliases
+
+    def import_rooted(self, node: cst.BaseExpression) -> str | None:
+        """``mod`` or ``pkg.mod`` when it starts at a name bound by an import."""
+        parts: list[str] = []
+        while isinstance(node, cst.Attribute):
+            parts.append(node.attr.value)
+            node = node.value
+        if not isinstance(node, cst.Name) or not self.is_import_alias(node.value):
+            return None
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+
+    def add_call(
+        self,
+        func: Expr,
+        args: tuple[Argument, ...],
+        node: cst.CSTNode,
+        text: str,
+        kind: CallKind = CallKind.CALL,
+    ) -> int:
+        site = len(self.scope.calls)
+        self.scope.calls.append(
+            CallSite(
+                func=func,
+                args=args,
+                location=self.loc(node),
+                text=text,
+                guards=self.frame.guards,
+                with_items=self.frame.with_texts,
+                kind=kind,
+            )
+        )
+        self.emit(CallStep(site))
+        return site
+
+    # ---- bindings (shared with statements: a walrus and a comprehension bind too)
+
+    def assign(
+        self,
+        target: cst.BaseExpression,
+        value: Expr,
+        text: str,
+        value_node: cst.CSTNode,
+        *,
+        annotation: str | None = None,
+        augmented: bool = False,
+        iterates: bool = False,
+        store: bool = True,
+    ) -> None:
+        location = self.loc(target)
+        if isinstance(target, (cst.Tuple, cst.List)):
+            elements = [el.value for el in target.elements]
+            values: list[Expr] | None = None
+            if isinstance(value, ContainerExpr) and value.kind in (
+                ContainerKind.TUPLE,
+                ContainerKind.LIST,
+            ):
+                if len(value.items) == len(elements) and not iterates:
+                    values = list(value.items)
+            for i, el in enumerate(elements):
+                if isinstance(el, cst.StarredElement):
+                    el = el.value
+                if values is not None:
+                    self.assign(el, values[i], text, value_node, augmented=augmented)
+                else:
+                    self.assign(el, value, text, value_node, augmented=augmented, iterates=True)
+            return
+        if isinstance(target, cst.StarredElement):
+            self.assign(target.value, value, text, value_node, iterates=True)
+            return
+        if isinstance(target, cst.Name):
+            name = target.value
+            self.bind(name)
+            self.scope.assignments.append(
+                Assignment(
+                    Target(name=name), value, location, text, annotation, augmented, iterates
+                )
+            )
+            if (
+                self.scope.kind is not ScopeKind.MODULE
+                and (name in self.scope.globals_declared)
+                and store
+            ):
+                self.emit(WriteStep(name, value, text, location, augmented=augmented))
+            return
+        if isinstance(target, cst.Attribute):
+            base = self.expr(target.value, load_attr=False)
+            self.scope.assignments.append(
+                Assignment(
+                    Target(base=base, attr=target.attr.value),
+                    value,
+                    location,
+                    text,
+                    annotation,
+                    augmented,
+                    iterates,
+                )
+            )
+            dotted = self.import_rooted(target.value)
+            if store and dotted is not None:
+                self.emit(
+                    WriteStep(
+                        target.attr.value, value, text, location, base=dotted, augmented=augmented
+                    )
+                )
+            return
+        if isinstance(target, cst.Subscript):
+            base = self.expr(target.value)
+            key: Expr = OpaqueExpr("")
+            if len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+                key = self.expr(target.slice[0].slice.value)
+            self.scope.assignments.append(
+                Assignment(
+                    Target(base=base, key=key),
+                    value,
+                    location,
+                    text,
+                    annotation,
+                    augmented,
+                    iterates,
+                )
+            )
+            return
+        self.expr(target)
+
+    def parameters(self, params: cst.Parameters) -> tuple[Param, ...]:
+        """The parameters, in order; defaults are evaluated here, in the defining scope."""
+        out: list[Param] = []
+
+        def one(p: cst.Param, kind: ParamKind) -> None:
+            ann = self.src.text(p.annotation.annotation) if p.annotation is not None else None
+            default = self.expr(p.default) if p.default is not None else None
+            out.append(Param(p.name.value, kind, ann, default))
+
+        for p in (*params.posonly_params, *params.params):
+            one(p, ParamKind.POSITIONAL)
+        if isinstance(params.star_arg, cst.Param):
+            one(params.star_arg, ParamKind.VAR_POSITIONAL)
+        for p in params.kwonly_params:
+            one(p, ParamKind.KEYWORD_ONLY)
+        if params.star_kwarg is not None:
+            one(params.star_kwarg, ParamKind.VAR_KEYWORD)
+        return tuple(out)
+
+    # ---- expressions
+
+    def expr(self, node: cst.BaseExpression | None, load_attr: bool = True) -> Expr:
+        """The value of ``node``, recording what evaluating it does.
+
+        ``load_attr=False`` is for the target of ``x.attr = v``: a store, so
+        ``mod.X = v`` is no read of ``mod.X``. Dispatch tests ``type(node) is``,
+        most frequent kinds first: this runs for every expression of every file
+        (libcst's concrete node classes have no subclasses, so it is exact).
+        """
+        if node is None:
+            return OpaqueExpr("")
+        if type(node) is cst.Name:
+            return self.name(node)
+        if type(node) is cst.Attribute:
+            return self.attribute(node, load_attr)
+        if type(node) is cst.Call:
+            return self.call(node)
+        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)):
+            return ConstExpr(node.value)
+        if type(node) is cst.FormattedString:
+            for part in node.parts:
+                if isinstance(part, cst.FormattedStringExpression):
+                    self.expr(part.expression)
+            return ConstExpr(self.src.text(node, 60))
+        if type(node) is cst.ConcatenatedString:
+            # TODO(issue 15): ``"a" f"{k()}"`` is not walked: the call k() is lost
+            return ConstExpr(self.src.text(node, 60))
+        if type(node) is cst.Subscript:
+            return self.subscript(node)
+        if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+            items = tuple(self.expr(el.value) for el in node.elements)
+            return self.container(_SEQUENCES[type(node)], items)
+        if type(node) is cst.Dict:
+            return self.dict_display(node)
+        if type(node) is cst.Lambda:
+            return self.lambda_(node)
+        if type(node) is cst.IfExp:
+            self.expr(node.test)
+            a = self.expr(node.body)
+            b = self.expr(node.orelse)
+            return OpaqueExpr(self.src.text(node, 80), (a, b))
+        if type(node) is cst.BooleanOperation:
+            a = self.expr(node.left)
+            b = self.expr(node.right)
+            return OpaqueExpr(self.src.text(node, 80), (a, b))
+        if type(node) is cst.NamedExpr:
+            value = self.expr(node.value)
+            self.assign(node.target, value, self.src.text(node.value), node.value)
+            return value
+        if type(node) is cst.Await:
+            return self.expr(node.expression)
+        if type(node) is cst.Yield:
+            return self.yield_(node)
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            return self.comprehension(node)
+        if type(node) is cst.StarredElement:
+            return self.expr(node.value)
+        if type(node) is cst.Ellipsis:
+            return ConstExpr("...")
+        return self.operation(node)
+
+    def operation(self, node: cst.BaseExpression) -> Expr:
+        """Operators, comparisons, ``not`` and the like: walked for their calls and
+        reads; the value is opaque.
+
+        TODO(issue 15): the operands' values are dropped here (``parts`` is
+        built and not used), unlike ``a or b`` and ``x if c else y`` above. Only
+        ``BinaryOperation``, ``Comparison`` and ``UnaryOperation`` get here (and
+        two newer forms that lose more: a t-string's ``{f()}`` is not walked at
+        all, nor the ``for`` part of ``{**d for d in ds}``). For comparisons and ``not``
+        the result is a bool, so dropping is right; for ``+``, ``*`` and ``|``
+        on displays it loses values: ``for fn in [a] + [b]: fn()`` leaves
+        ``fn()`` unresolved, where ``for fn in [a, b]`` resolves to both. A fix
+        would pass ``parts`` for ``BinaryOperation`` only, and bump
+        ``index.SUMMARY_FORMAT``.
+        """
+        parts: list[Expr] = []
+        for child in _expr_children(node):
+            parts.append(self.expr(child))
+        return OpaqueExpr(self.src.text(node, 80))
+
+    def name(self, node: cst.Name) -> Expr:
+        name = node.value
+        if name in _CONSTANTS:
+            return ConstExpr(name)
+        self.emit(ReadStep(name, self.loc(node)))
+        return NameExpr(name)
+
+    def attribute(self, node: cst.Attribute, load_attr: bool) -> Expr:
+        if isinstance(node.value, cst.Name) and load_attr:
+            base_name = node.value.value
+            if self.is_import_alias(base_name):
+                self.emit(ReadStep(node.attr.value, self.loc(node), base=base_name))
+                return AttrExpr(NameExpr(base_name), node.attr.value)
+        base = self.expr(node.value)
+        dotted = self.import_rooted(node.value) if load_attr else None
+        if dotted is not None:  # ``pkg.state.FLAG`` after ``import pkg.state``
+            self.emit(ReadStep(node.attr.value, self.loc(node), base=dotted))
+        return AttrExpr(base, node.attr.value)
+
+    def subscript(self, node: cst.Subscript) -> Expr:
+        base = self.expr(node.value)
+        keys: list[Expr] = []
+        for el in node.slice:
+            if isinstance(el.slice, cst.Index):
+                keys.append(self.expr(el.slice.value))
+            elif isinstance(el.slice, cst.Slice):  # the only other kind
+                for part in (el.slice.lower, el.slice.upper, el.slice.step):
+                    if part is not None:
+                        self.expr(part)
+        key = keys[0] if len(keys) == 1 else OpaqueExpr("")
+        return SubscriptExpr(base, key)
+
+    def dict_display(self, node: cst.Dict) -> Expr:
+        keys: list[Expr | None] = []
+        values: list[Expr] = []
+        for el in node.elements:
+            if isinstance(el, cst.DictElement):
+                keys.append(self.expr(el.key))
+                values.append(self.expr(el.value))
+            else:  # ``**other``
+                keys.append(None)
+                values.append(self.expr(el.value))
+        return self.container(ContainerKind.DICT, tuple(values), tuple(keys))
+
+    def yield_(self, node: cst.Yield) -> Expr:
+        self.scope.is_generator = True
+        value: Expr = OpaqueExpr("")
+        if isinstance(node.value, cst.From):
+            value = self.expr(node.value.item)
+        elif node.value is not None:
+            value = self.expr(node.value)
+        self.scope.yields.append(value)
+        self.emit(YieldStep(self.loc(node)))
+        return OpaqueExpr("yield")
+
+    def comprehension(self, node: _Comprehension) -> Expr:
+        """A comprehension, walked in the enclosing scope (its own scope is not
+        modelled): its targets bind there, its calls are made there."""
+        fors: list[cst.CompFor] = []
+        comp: cst.CompFor | None = node.for_in
+        while comp is not None:
+            fors.append(comp)
+            comp = comp.inner_for_in
+        for c in fors:
+            it = self.expr(c.iter)
+            self.assign(c.target, it, self.src.text(c.iter), c.iter, iterates=True)
+            for cond in c.ifs:
+                self.expr(cond.test)
+        if isinstance(node, cst.DictComp):
+            self.expr(node.key)
+            value = self.expr(node.value)
+            return self.container(ContainerKind.DICT, (value,), (OpaqueExpr(""),))
+        elt = self.expr(node.elt)
+        kind = ContainerKind.SET if isinstance(node, cst.SetComp) else ContainerKind.LIST
+        return self.container(kind, (elt,))
+
+    def lambda_(self, node: cst.Lambda) -> Expr:
+        """A lambda is a scope of its own (``parent.<lambdaN>``) returning its body."""
+        parent = self.scope
+        parent.lambda_count += 1
+        name = f"<lambda{parent.lambda_count}>"
+        params = self.parameters(node.params)
+        child = ScopeBuilder(
+            qualname=f"{parent.qualname}.{name}",
+            kind=ScopeKind.LAMBDA,
+            name=name,
+            location=self.loc(node),
+            parent=parent,
+            params=params,
+        )
+        child.end_line = self.src.end_line(node)
+        parent.children.append(child.qualname)
+        self.scopes.append(child)
+        child.local_names.update(p.name for p in params)
+        with self.within(self.frame.function(child)) as frame:
+            value = self.expr(node.body)
+            child.returns.append(value)
+            self.emit(ReturnStep(self.loc(node.body), value))
+        child.flow = tuple(frame.flow)
+        return FunctionRefExpr(child.qualname)
+
+    def call(self, node: cst.Call) -> Expr:
+        func_node = node.func
+        if isinstance(func_node, cst.Name):
+            func: Expr = NameExpr(func_node.value)
+            if func_node.value == "super" and not node.args:
+                func = NameExpr("super")
+        elif isinstance(func_node, cst.Attribute):
+            # a method call: the receiver is read, but the callee is not a "read"
+            base = self.expr(func_node.value)
+            func = AttrExpr(base, func_node.attr.value)
+        else:
+            func = self.expr(func_node)
+        args: list[Argument] = []
+        for a in node.args:
+            value = self.expr(a.value)
+            star = len(a.star) if a.star else 0
+            args.append(Argument(value, a.keyword.value if a.keyword is not None else None, star))
+        self.setattr_write(func, node, args)
+        text = self.src.text(node, MAX_CALL_TEXT)
+        site = self.add_call(func, tuple(args), node, text)
+        if isinstance(func, NameExpr) and func.name == "super" and self._plain_super(node):
+            return SuperExpr()
+        return CallExpr(site)
+
+    def _plain_super(self, node: cst.Call) -> bool:
+        """``super()``, or the old spelling ``super(Cls, self)`` inside a method of ``Cls``."""
+        if not node.args:
+            return True
+        parent = self.scope.parent
+        first = node.args[0].value
+        return (
+            len(node.args) == 2
+            and parent is not None
+            and parent.kind is ScopeKind.CLASS
+            and isinstance(first, cst.Name)
+            and first.value == parent.name
+        )
+
+    def setattr_write(self, func: Expr, node: cst.Call, args: list[Argument]) -> None:
+        """``setattr(mod, "X", v)`` writes the module global ``X``."""
+        if not (isinstance(func, NameExpr) and func.name == "setattr" and len(args) == 3):
+            return
+        _, attr, value = args
+        base = self.import_rooted(node.args[0].value)
+        if base is not None and isinstance(attr.value, ConstExpr):
+            literal = attr.value.value
+            if literal[:1] in "'\"":
+                name = literal.strip("'\"")
+                text = self.src.text(node.args[2].value)
+                self.emit(WriteStep(name, value.value, text, self.loc(node), base=base))
+
+
+def _expr_children(node: cst.CSTNode) -> Iterator[cst.BaseExpression]:
+    for child in node.children:
+        if isinstance(child, cst.BaseExpression):
+            yield child
+        elif isinstance(child, (cst.FormattedStringExpression, cst.ComparisonTarget)):
+            yield from _expr_children(child)

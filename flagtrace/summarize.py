@@ -1,0 +1,521 @@
+"""Summarize: one parsed module -> one ``ModuleSummary``.
+
+This module and its two helpers, ``flagtrace.positions`` (where each node is,
+and its source text) and ``flagtrace.expressions`` (the expression half of the
+walk), are the only code that touches CST nodes. Everything they return is
+plain frozen data from ``flagtrace.model``, small enough to pickle across
+processes and to cache on disk; reading files, worker pools and the cache are
+``flagtrace.index``'s job.
+
+The walk goes over the statements itself (no ``CSTVisitor``: see
+``flagtrace.positions`` for what that would cost), in source order, and keeps
+its position in an immutable ``scopes.Frame``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import libcst as cst
+
+from flagtrace.expressions import ExpressionWalker
+from flagtrace.model import (
+    Argument,
+    Assignment,
+    AttrExpr,
+    Branch,
+    CallExpr,
+    CallKind,
+    Expr,
+    Flow,
+    FunctionRefExpr,
+    Guard,
+    GuardKind,
+    Import,
+    ImportKind,
+    Location,
+    ModuleSummary,
+    NameExpr,
+    OpaqueExpr,
+    RaiseStep,
+    ReturnStep,
+    ScopeKind,
+    SourceFile,
+    Target,
+    TryBlock,
+    WithBlock,
+    WithItem,
+    WriteStep,
+)
+from flagtrace.positions import MAX_CALL_TEXT, SourceSpans
+from flagtrace.scopes import Frame, ScopeBuilder
+
+_TYPE_CHECKING_TESTS = {"TYPE_CHECKING", "typing.TYPE_CHECKING", "t.TYPE_CHECKING"}
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+
+
+def summarize_source(source: SourceFile, data: bytes) -> ModuleSummary:
+    """Parse ``data`` as the file ``source`` and summarise it.
+
+    Parse errors propagate as libcst exceptions: ``index.index_file`` turns
+    them, and every other failure, into a ``Diagnostic``.
+    """
+    module = cst.parse_module(data)
+    src = SourceSpans(module, source.path)
+    return _Indexer(source, src).run(module)
+
+
+class _Indexer(ExpressionWalker):
+    """Walks a module's statements and builds the scopes, in source order."""
+
+    # ---- entry
+
+    def run(self, module: cst.Module) -> ModuleSummary:
+        top = ScopeBuilder(
+            qualname=self.module,
+            kind=ScopeKind.MODULE,
+            name=self.module.rpartition(".")[2],
+            location=Location(self.source.path, 1, 1),
+            parent=None,
+        )
+        self.frame = Frame(top)
+        self.scopes.append(top)
+        top.flow = self.block(module.body)
+        top.end_line = self.src.line_count
+        # a read can only be of a flag if the name is a module variable: bound by
+        # assignment at module level or declared ``global`` somewhere
+        declared = {n for sc in self.scopes for n in sc.globals_declared}
+        assigned = {a.target.name for a in top.assignments if a.target.name is not None}
+        module_globals = frozenset((assigned - self.defined_names) | declared)
+        frozen = tuple(s.freeze(module_globals) for s in self.scopes)
+        return ModuleSummary(
+            module=self.module,
+            path=self.source.path,
+            is_package=self.source.is_package,
+            scopes=frozen,
+            lines=self.src.line_count,
+            has_main_block=self.has_main_block,
+            all_names=self.all_names,
+        )
+
+    def block(
+        self,
+        body: Sequence[cst.BaseStatement] | cst.BaseSuite,
+        frame: Frame | None = None,
+    ) -> tuple[Flow, ...]:
+        """The flow of ``body``, walked in ``frame`` (default: the current one)."""
+        stmts = body.body if isinstance(body, cst.BaseSuite) else body
+        with self.within((self.frame if frame is None else frame).block()) as inner:
+            for stmt in stmts:
+                self.statement(stmt)
+        return tuple(inner.flow)
+
+    # ---- statements
+
+    def statement(self, node: cst.BaseStatement | cst.BaseSmallStatement) -> None:
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                self.small_statement(small)
+            return
+        # TODO(issue 15): the statements of a one-line suite (``def f(): return X``,
+        # ``if c: import m``, ``def set_(): global X; X = True``) are small
+        # statements, which have no ``stmt_`` method: they fall to the loop
+        # below, which keeps only their expressions' calls and reads, and drops
+        # the return, the import, the ``global`` and the write.
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is not None:
+            method(node)
+        else:
+            for child in node.children:
+                if isinstance(child, cst.BaseExpression):
+                    self.expr(child)
+
+    def small_statement(self, node: cst.BaseSmallStatement) -> None:
+        if isinstance(node, cst.Expr):
+            self.expr(node.value)
+        elif isinstance(node, cst.Assign):
+            value = self.expr(node.value)
+            text = self.src.text(node.value)
+            for t in node.targets:
+                self.assign(t.target, value, text, node.value)
+            self.check_all(node)
+        elif isinstance(node, cst.AnnAssign):
+            ann = self.src.text(node.annotation.annotation)
+            if node.value is not None:
+                value = self.expr(node.value)
+                self.assign(
+                    node.target, value, self.src.text(node.value), node.value, annotation=ann
+                )
+            else:
+                self.assign(node.target, OpaqueExpr(""), "", node, annotation=ann, store=False)
+        elif isinstance(node, cst.AugAssign):
+            value = self.expr(node.value)
+            self.expr(node.target)
+            self.assign(node.target, value, self.src.text(node.value), node.value, augmented=True)
+        elif isinstance(node, cst.Return):
+            returned = self.expr(node.value) if node.value is not None else None
+            if returned is not None:
+                self.scope.returns.append(returned)
+            self.emit(ReturnStep(self.loc(node), returned))
+        elif isinstance(node, cst.Raise):
+            self.raise_(node)
+        elif isinstance(node, cst.Global):
+            self.scope.globals_declared.update(n.name.value for n in node.names)
+        elif isinstance(node, cst.Nonlocal):
+            self.scope.nonlocals_declared.update(n.name.value for n in node.names)
+        elif isinstance(node, cst.Import):
+            self.stmt_import(node)
+        elif isinstance(node, cst.ImportFrom):
+            self.stmt_import_from(node)
+        elif isinstance(node, cst.Del):
+            self.delete(node.target)
+        elif isinstance(node, cst.Assert):
+            self.expr(node.test)
+            if node.msg is not None:
+                self.expr(node.msg)
+        # Pass, Break, Continue: nothing to record
+
+    def raise_(self, node: cst.Raise) -> None:
+        if node.exc is not None:
+            exc = self.expr(node.exc)
+            if isinstance(exc, (NameExpr, AttrExpr)):
+                # ``raise E`` instantiates E
+                self.add_call(
+                    exc,
+                    (),
+                    node.exc,
+                    "<raise> " + self.src.text(node.exc, MAX_CALL_TEXT),
+                    CallKind.RAISE,
+                )
+        if node.cause is not None:
+            self.expr(node.cause.item)
+        self.emit(RaiseStep(self.loc(node)))
+
+    def check_all(self, node: cst.Assign) -> None:
+        """``__all__ = [...]`` at module level, when every element is a string literal."""
+        if self.scope.kind is not ScopeKind.MODULE:
+            return
+        for t in node.targets:
+            if isinstance(t.target, cst.Name) and t.target.value == "__all__":
+                if isinstance(node.value, (cst.List, cst.Tuple)):
+                    names = []
+                    for el in node.value.elements:
+                        if isinstance(el.value, cst.SimpleString):
+                            ev = el.value.evaluated_value
+                            if isinstance(ev, str):
+                                names.append(ev)
+                    self.all_names = tuple(names)
+
+    def delete(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self.delete(el.value)
+            return
+        if isinstance(target, cst.Name):
+            name = target.value
+            if name in self.scope.globals_declared:
+                self.emit(WriteStep(name, None, "del", self.loc(target)))
+        elif isinstance(target, cst.Attribute) and self.import_rooted(target.value) is not None:
+            base = self.import_rooted(target.value)
+            self.emit(WriteStep(target.attr.value, None, "del", self.loc(target), base=base))
+        else:
+            self.expr(target)
+
+    # ---- imports
+
+    def stmt_import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            name = _dotted(alias.name)
+            if alias.asname is not None:
+                local = _name_of(alias.asname.name)
+                self.add_import(ImportKind.MODULE, name, None, local, alias)
+            else:
+                # ``import a.b.c`` binds ``a`` (and makes a.b.c importable)
+                self.add_import(ImportKind.MODULE, name, None, name.split(".")[0], alias)
+
+    def stmt_import_from(self, node: cst.ImportFrom) -> None:
+        level = len(node.relative)
+        base = _dotted(node.module) if node.module is not None else ""
+        if level:
+            pkg_parts = self.package.split(".") if self.package else []
+            if level - 1 > len(pkg_parts):
+                module = base  # beyond the top: keep what we have
+            else:
+                anchor = pkg_parts[: len(pkg_parts) - (level - 1)]
+                module = ".".join([*anchor, base] if base else anchor)
+        else:
+            module = base
+        if isinstance(node.names, cst.ImportStar):
+            self.add_import(ImportKind.STAR, module, None, "*", node)
+            return
+        for alias in node.names:
+            name = _dotted(alias.name)
+            local = _name_of(alias.asname.name) if alias.asname is not None else name
+            self.add_import(ImportKind.FROM, module, name, local, alias)
+
+    def add_import(
+        self, kind: ImportKind, module: str, name: str | None, alias: str, node: cst.CSTNode
+    ) -> None:
+        if kind is not ImportKind.STAR:
+            self.bind(alias)
+            self.import_aliases.add(alias)
+        self.scope.imports.append(
+            Import(
+                kind,
+                module,
+                name,
+                alias,
+                self.loc(node),
+                type_checking=self.frame.type_checking,
+                guarded=self.frame.import_guarded,
+            )
+        )
+
+    # ---- definitions
+
+    def stmt_FunctionDef(self, node: cst.FunctionDef) -> None:
+        decorators, texts = self.decorators(node.decorators)
+        name = node.name.value
+        qualname = self.scope.child_qualname(name)
+        params = self.parameters(node.params)
+        returns = self.src.text(node.returns.annotation) if node.returns is not None else None
+        child = ScopeBuilder(
+            qualname=qualname,
+            kind=ScopeKind.FUNCTION,
+            name=name,
+            location=self.loc(node),
+            parent=self.scope,
+            decorators=decorators,
+            decorator_texts=texts,
+            params=params,
+            returns_annotation=returns,
+            is_async=node.asynchronous is not None,
+        )
+        self.define(child, node)
+        self.scopes.append(child)
+        child.local_names.update(p.name for p in params)
+        child.flow = self.block(node.body, self.frame.function(child))
+
+    def stmt_ClassDef(self, node: cst.ClassDef) -> None:
+        decorators, texts = self.decorators(node.decorators)
+        bases = tuple(self.expr(a.value) for a in node.bases if a.keyword is None)
+        for a in node.keywords:
+            self.expr(a.value)
+        name = node.name.value
+        child = ScopeBuilder(
+            qualname=self.scope.child_qualname(name),
+            kind=ScopeKind.CLASS,
+            name=name,
+            location=self.loc(node),
+            parent=self.scope,
+            decorators=decorators,
+            decorator_texts=texts,
+            bases=bases,
+        )
+        self.define(child, node)
+        self.scopes.append(child)
+        child.flow = self.block(node.body, self.frame.class_body(child))
+
+    def define(self, child: ScopeBuilder, node: cst.FunctionDef | cst.ClassDef) -> None:
+        """Bind a def/class in the enclosing scope and apply its decorators."""
+        self.scope.children.append(child.qualname)
+        self.bind(child.name)
+        if self.scope.kind is ScopeKind.MODULE:
+            self.defined_names.add(child.name)
+        child.end_line = self.src.end_line(node)
+        value: Expr = FunctionRefExpr(child.qualname)
+        # decorators apply innermost first: @a @b def f -> a(b(f))
+        for dec in reversed(child.decorators):
+            site = self.add_call(
+                dec, (Argument(value),), node, self.decorator_text(child, dec), CallKind.DECORATOR
+            )
+            value = CallExpr(site)
+        self.scope.assignments.append(
+            Assignment(Target(name=child.name), value, child.location, child.name)
+        )
+
+    def decorator_text(self, child: ScopeBuilder, dec: Expr) -> str:
+        # ``index`` finds the first equal decorator: ``@a @a`` shows the first's text twice
+        i = child.decorators.index(dec)
+        return "@" + child.decorator_texts[i]
+
+    def decorators(self, decs: Sequence[cst.Decorator]) -> tuple[tuple[Expr, ...], tuple[str, ...]]:
+        exprs = tuple(self.expr(d.decorator) for d in decs)
+        texts = tuple(self.src.text(d.decorator) for d in decs)
+        return exprs, texts
+
+    # ---- control flow
+
+    def stmt_If(self, node: cst.If, kind: GuardKind = GuardKind.IF) -> None:
+        self.expr(node.test)
+        text = self.src.text(node.test)
+        g = Guard(text, self.loc(node.test).line, False, kind)
+        if _is_main_test(node.test) and self.scope.kind is ScopeKind.MODULE:
+            self.has_main_block = True
+        frame = self.frame.guarded(g)
+        if text in _TYPE_CHECKING_TESTS:
+            frame = frame.only_type_checking()
+        body = self.block(node.body, frame)
+        orelse: tuple[Flow, ...] = ()
+        if node.orelse is not None:
+            neg = self.frame.guarded(Guard(text, g.line, True, GuardKind.ELSE))
+            if isinstance(node.orelse, cst.If):
+                with self.within(neg.block()) as inner:
+                    self.stmt_If(node.orelse, GuardKind.ELIF)
+                orelse = tuple(inner.flow)
+            else:
+                orelse = self.block(node.orelse.body, neg)
+        self.emit(Branch(g, body, orelse, self.loc(node)))
+
+    def stmt_While(self, node: cst.While) -> None:
+        self.expr(node.test)
+        g = Guard(self.src.text(node.test), self.loc(node.test).line, False, GuardKind.WHILE)
+        body = self.block(node.body, self.frame.guarded(g))
+        orelse = self.block(node.orelse.body) if node.orelse is not None else ()
+        self.emit(Branch(g, body, orelse, self.loc(node), loop=True))
+
+    def stmt_For(self, node: cst.For) -> None:
+        iterable = self.expr(node.iter)
+        text = self.src.text(node.iter, MAX_CALL_TEXT)
+        # the iteration protocol: iter(x).__next__(), recorded as implicit calls
+        it = self.add_call(
+            AttrExpr(iterable, "__iter__"), (), node.iter, f"<iter> {text}", CallKind.ITER
+        )
+        self.add_call(
+            AttrExpr(CallExpr(it), "__next__"), (), node.iter, f"<next> {text}", CallKind.NEXT
+        )
+        self.assign(node.target, iterable, self.src.text(node.iter), node.iter, iterates=True)
+        body = self.block(node.body)
+        orelse = self.block(node.orelse.body) if node.orelse is not None else ()
+        self.emit(Branch(None, body, orelse, self.loc(node), loop=True))
+
+    def stmt_With(self, node: cst.With) -> None:
+        items: list[WithItem] = []
+        for item in node.items:
+            value = self.expr(item.item)
+            text = self.src.text(item.item)
+            alias = None
+            if item.asname is not None:
+                tgt = item.asname.name
+                self.assign(tgt, value, text, item.item)
+                if isinstance(tgt, cst.Name):
+                    alias = tgt.value
+            items.append(WithItem(value, text, self.loc(item.item), alias))
+            # the context-manager protocol, as implicit calls (edges only to our code)
+            enter = "__aenter__" if node.asynchronous is not None else "__enter__"
+            self.add_call(
+                AttrExpr(value, enter),
+                (),
+                item.item,
+                f"<{enter}> {text[:MAX_CALL_TEXT]}",
+                CallKind.ENTER,
+            )
+        body = self.block(node.body, self.frame.within_with(tuple(i.text for i in items)))
+        self.emit(WithBlock(tuple(items), body, self.loc(node), node.asynchronous is not None))
+        leave = "__aexit__" if node.asynchronous is not None else "__exit__"
+        for item, with_item in zip(reversed(node.items), reversed(items), strict=True):
+            self.add_call(
+                AttrExpr(with_item.expr, leave),
+                (),
+                item.item,
+                f"<{leave}> {with_item.text[:MAX_CALL_TEXT]}",
+                CallKind.EXIT,
+            )
+
+    def stmt_Try(self, node: cst.Try | cst.TryStar) -> None:
+        catches_import = any(_handler_catches_import_error(h) for h in node.handlers)
+        body = self.block(node.body, self.frame.guarding_imports() if catches_import else None)
+        handlers: list[tuple[Flow, ...]] = []
+        for h in node.handlers:
+            if h.type is not None:
+                self.expr(h.type)
+            if h.name is not None and isinstance(h.name.name, cst.Name):
+                self.bind(h.name.name.value)
+            g = Guard(
+                self.src.text(h.type) if h.type is not None else "BaseException",
+                self.loc(h).line,
+                False,
+                GuardKind.EXCEPT,
+            )
+            handlers.append(self.block(h.body, self.frame.guarded(g)))
+        orelse = self.block(node.orelse.body) if node.orelse is not None else ()
+        final = self.block(node.finalbody.body) if node.finalbody is not None else ()
+        self.emit(TryBlock(body, tuple(handlers), orelse, final, self.loc(node)))
+
+    stmt_TryStar = stmt_Try
+
+    def stmt_Match(self, node: cst.Match) -> None:
+        self.expr(node.subject)
+        arms: list[Branch] = []
+        for case in node.cases:
+            self.bind_pattern_names(case.pattern)
+            if case.guard is not None:
+                self.expr(case.guard)
+            text = "case " + self.src.text(case.pattern)
+            if case.guard is not None:
+                text += " if " + self.src.text(case.guard)
+            g = Guard(text, self.loc(case).line, False, GuardKind.CASE)
+            body = self.block(case.body, self.frame.guarded(g))
+            arms.append(Branch(g, body, (), self.loc(case)))
+        # cases are alternatives: nest them as if/else chains
+        chain: tuple[Flow, ...] = ()
+        for arm in reversed(arms):
+            chain = (Branch(arm.guard, arm.body, chain, arm.location),)
+        for step in chain:
+            self.emit(step)
+
+    def bind_pattern_names(self, pattern: cst.CSTNode) -> None:
+        if isinstance(pattern, cst.MatchAs) and pattern.name is not None:
+            self.bind(pattern.name.value)
+        elif isinstance(pattern, cst.MatchStar) and pattern.name is not None:
+            self.bind(pattern.name.value)
+        for child in pattern.children:
+            if isinstance(
+                child,
+                (
+                    cst.MatchPattern,
+                    cst.MatchSequenceElement,
+                    cst.MatchMappingElement,
+                    cst.MatchKeywordElement,
+                ),
+            ):
+                self.bind_pattern_names(child)
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    """``a.b.c`` for a chain of names and attributes, else ``""``."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+def _name_of(node: cst.BaseExpression) -> str:
+    return node.value if isinstance(node, cst.Name) else _dotted(node)
+
+
+def _is_main_test(test: cst.BaseExpression) -> bool:
+    """``__name__ == "__main__"``, either way round."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    left, right = test.left, test.comparisons[0].comparator
+    if isinstance(left, cst.Name) and isinstance(right, cst.SimpleString):
+        name, string = left, right
+    elif isinstance(right, cst.Name) and isinstance(left, cst.SimpleString):
+        name, string = right, left
+    else:
+        return False
+    return name.value == "__name__" and string.evaluated_value == "__main__"
+
+
+def _handler_catches_import_error(handler: cst.ExceptHandler | cst.ExceptStarHandler) -> bool:
+    if handler.type is None:
+        return True
+    names: list[str] = []
+    t = handler.type
+    if isinstance(t, cst.Tuple):
+        names = [_dotted(el.value) for el in t.elements]
+    else:
+        names = [_dotted(t)]
+    return any(n.rpartition(".")[2] in _IMPORT_ERRORS for n in names)

@@ -3,7 +3,7 @@
 A file's entry is keyed by everything its ``IndexResult`` depends on: the
 sha256 of its bytes, its module name, whether it is a package ``__init__``,
 its path (summaries carry the path in every ``Location``) and ``schema()``:
-the flagtrace version, ``index.SUMMARY_FORMAT``, the libcst and Python
+the flagtrace version, ``summarize.SUMMARY_FORMAT``, the libcst and Python
 versions, and a digest of the indexer's own source (so an edited checkout
 never reads summaries an older indexer wrote, even if nobody bumped
 ``SUMMARY_FORMAT``).
@@ -63,7 +63,7 @@ def schema() -> str:
     import libcst
 
     from flagtrace import __version__
-    from flagtrace.index import INDEXER_SOURCES, SUMMARY_FORMAT
+    from flagtrace.summarize import INDEXER_SOURCES, SUMMARY_FORMAT
 
     here = Path(__file__).resolve().parent
     digest = hashlib.sha256()
@@ -80,7 +80,7 @@ def schema() -> str:
 
 
 def _summary_format() -> int:
-    from flagtrace.index import SUMMARY_FORMAT
+    from flagtrace.summarize import SUMMARY_FORMAT
 
     return SUMMARY_FORMAT
 

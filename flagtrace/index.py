@@ -17,7 +17,11 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from flagtrace.model import Diagnostic, IndexResult, ModuleSummary, SourceFile
-from flagtrace.summarize import summarize_source  # called through this module: tests patch it
+from flagtrace.summarize import (  # summarize_source: called through this module, tests patch it
+    INDEXER_SOURCES,
+    SUMMARY_FORMAT,
+    summarize_source,
+)
 
 if TYPE_CHECKING:
     from flagtrace.cache import SummaryCache
@@ -31,22 +35,6 @@ __all__ = [
     "summarize_source",
     "summary_digest",
 ]
-
-SUMMARY_FORMAT = 4  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
-
-#: The files of ``flagtrace`` whose code decides what a summary holds. The cache
-#: key (``cache.schema``) hashes each of them, so an edited walk never reads
-#: summaries an older one wrote; a new module the walk imports belongs here
-#: (``tests/test_index.py`` fails otherwise).
-INDEXER_SOURCES = (
-    "index.py",
-    "summarize.py",
-    "expressions.py",
-    "positions.py",
-    "scopes.py",
-    "model.py",
-    "parseguard.py",
-)
 
 #: Called with each result as it comes (for progress), cached or not.
 OnResult = Callable[[IndexResult], None]

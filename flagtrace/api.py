@@ -16,6 +16,7 @@ from flagtrace.cache import SummaryCache
 from flagtrace.callgraph import CallGraph
 from flagtrace.discover import discover
 from flagtrace.index import index_many
+from flagtrace.memory import gc_paused
 from flagtrace.model import (
     AnalysisReport,
     Diagnostic,
@@ -99,7 +100,8 @@ def _project(
 def build_callgraph(project: Project, jedi_budget: float = 0.0) -> CallGraph:
     """Resolve calls and build the graph; with a budget, jedi then settles the
     first unresolved sites it can within that many seconds."""
-    graph = CallGraph.build(resolve(project.summaries))
+    with gc_paused():  # see flagtrace.memory: resolution is ~2x faster without the collector
+        graph = CallGraph.build(resolve(project.summaries))
     if jedi_budget > 0 and graph.unresolved:
         graph, _ = settle_with_jedi(project, graph, graph.unresolved, jedi_budget)
     return graph

@@ -10,12 +10,12 @@ processes, and reads and writes the per-file summary cache
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from flagtrace.memory import gc_paused
 from flagtrace.model import Diagnostic, IndexResult, ModuleSummary, SourceFile
 from flagtrace.summarize import (  # summarize_source: called through this module, tests patch it
     INDEXER_SOURCES,
@@ -162,28 +162,6 @@ def _index_chunk(
     return results
 
 
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while unpickling many summaries, then freeze them.
-
-    Summaries are long-lived and acyclic (refcounting frees them), yet the GC
-    would walk all of them again and again: on SGLang (3.7M objects) loading
-    them from the cache takes ~3x longer with the GC on, and re-enabling it
-    costs one more full walk (~1 s) unless they are first moved to the
-    permanent generation with ``gc.freeze()``.
-    """
-    import gc
-
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if was_enabled:
-            gc.enable()
-
-
 def read_keyed(
     sources: Sequence[SourceFile], cache: SummaryCache
 ) -> list[tuple[bytes | None, str | None]]:
@@ -225,7 +203,7 @@ def index_many(
     out: list[IndexResult | None] = [None] * len(sources)
     todo: list[tuple[int, bytes | None, str | None]] = []
     if cache is not None and cache.enabled:
-        with _gc_paused():
+        with gc_paused():
             for i, (content, key) in enumerate(
                 keyed if keyed is not None else read_keyed(sources, cache)
             ):
@@ -263,7 +241,7 @@ def index_many(
     chunks = [todo[i : i + chunk_size] for i in range(0, len(todo), chunk_size)]
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     with (
-        _gc_paused(),
+        gc_paused(),
         concurrent.futures.ProcessPoolExecutor(
             max_workers=jobs, mp_context=ctx, initializer=gc.enable
         ) as pool,

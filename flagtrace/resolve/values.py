@@ -75,7 +75,7 @@ def ordered(values: Collection[Value]) -> Iterable[Value]:
     """
     if len(values) < 2:
         return values
-    return sorted(values, key=order_key)
+    return sorted(values)
 
 
 @dataclass(frozen=True, slots=True)

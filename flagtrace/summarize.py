@@ -67,6 +67,7 @@ INDEXER_SOURCES = (
     "scopes.py",
     "model.py",
     "parseguard.py",
+    "memory.py",  # how indexing runs, not what it makes; listed since indexing loads it
 )
 
 

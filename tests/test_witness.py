@@ -24,7 +24,7 @@ from flagtrace.model import ScopeKind
 from flagtrace.reach import Interpreter, Node, Reach, Witness
 from tests.registry import REPO
 
-CASES = sorted((REPO / "fixtures" / "flags").glob("*/expected.json"))
+CASES = sorted((REPO / "fixtures" / "flags").glob("*/case.json"))
 STARTS = ((True, False), (True, True))
 
 

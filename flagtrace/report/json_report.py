@@ -19,9 +19,9 @@ def _step(s: WitnessStep) -> dict[str, Any]:
         "function": s.function,
         **_where(s.location),
         "column": s.location.column,
-        "step": s.step,
+        "step": s.step.value,
         "callee": s.callee,
-        "resolution": s.resolution,
+        "resolution": s.resolution.value if s.resolution is not None else None,
         "guard": s.guard,
         "code": s.text,
         "before_entry": s.before_entry,
@@ -32,7 +32,7 @@ def _entry(e: EntryVerdict) -> dict[str, Any]:
     return {
         "entry": e.entry,
         "observes_set": e.observes_set,
-        "evidence": e.evidence,
+        "evidence": e.evidence.value,
         "reason": e.reason,
         "witness": [_step(s) for s in e.witness],
         "unresolved_calls": e.unresolved_count,
@@ -48,10 +48,10 @@ def _flag(f: FlagReport) -> dict[str, Any]:
         "setters": [
             {
                 "function": s.function,
-                "kind": s.kind,
+                "kind": s.kind.value,
                 "value": s.value,
                 **_where(s.location),
-                "hazards": list(s.hazards),
+                "hazards": [kind.value for kind in s.hazards],
             }
             for s in f.setters
         ],
@@ -62,7 +62,7 @@ def _flag(f: FlagReport) -> dict[str, Any]:
         "hazards": [
             {
                 "code": h.code,
-                "kind": h.kind,
+                "kind": h.kind.value,
                 "function": h.function,
                 **_where(h.location),
                 "message": h.message,

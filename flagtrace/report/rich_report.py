@@ -10,9 +10,21 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from flagtrace.model import AnalysisReport, EntryVerdict, FlagReport, WitnessStep
+from flagtrace.model import (
+    AnalysisReport,
+    EntryVerdict,
+    FlagReport,
+    Resolution,
+    StepKind,
+    WitnessStep,
+)
 
-_STEP_STYLE = {"call": "cyan", "enter": "bold magenta", "set": "bold magenta", "read": "bold red"}
+_STEP_STYLE = {
+    StepKind.CALL: "cyan",
+    StepKind.ENTER: "bold magenta",
+    StepKind.SET: "bold magenta",
+    StepKind.READ: "bold red",
+}
 
 
 def _source(step: WitnessStep) -> str:
@@ -21,17 +33,17 @@ def _source(step: WitnessStep) -> str:
 
 def _step_label(step: WitnessStep) -> Text:
     t = Text()
-    t.append(f"{step.step:<5} ", style=_STEP_STYLE.get(step.step, ""))
-    if step.step == "call":
+    t.append(f"{step.step.value:<5} ", style=_STEP_STYLE[step.step])
+    if step.step is StepKind.CALL:
         t.append(f"{step.function} -> {step.callee}")
-        if step.resolution and step.resolution != "direct":
+        if step.resolution is not None and step.resolution is not Resolution.DIRECT:
             t.append(
-                f"  [{step.resolution}]",
-                style="yellow" if step.resolution in ("by-name", "jedi") else "dim",
+                f"  [{step.resolution.value}]",
+                style="yellow" if step.resolution.weak else "dim",
             )
-    elif step.step == "enter":
+    elif step.step is StepKind.ENTER:
         t.append(f"{step.function} enters {step.callee}()  (flag set from here)")
-    elif step.step == "set":
+    elif step.step is StepKind.SET:
         t.append(f"{step.function} calls sticky setter {step.callee}()")
     else:
         via = f" via {step.callee}()" if step.callee else ""
@@ -51,7 +63,9 @@ def _step_label(step: WitnessStep) -> Text:
 def _entry(e: EntryVerdict) -> Tree | Text:
     if e.observes_set:
         head = Text.assemble(
-            ("OBSERVES SET ", "bold red"), (e.entry, "bold"), (f"  evidence: {e.evidence}", "dim")
+            ("OBSERVES SET ", "bold red"),
+            (e.entry, "bold"),
+            (f"  evidence: {e.evidence.value}", "dim"),
         )
         tree = Tree(head)
         tree.add(Text(e.reason, style="dim"))
@@ -64,7 +78,7 @@ def _entry(e: EntryVerdict) -> Tree | Text:
     head = Text.assemble(
         ("never observes set ", "bold green"),
         (e.entry, "bold"),
-        (f"  evidence: {e.evidence}", "dim"),
+        (f"  evidence: {e.evidence.value}", "dim"),
     )
     tree = Tree(head)
     tree.add(Text(e.reason))
@@ -92,10 +106,10 @@ def _flag(f: FlagReport) -> Group:
         for s in f.setters:
             t.add_row(
                 s.function,
-                s.kind,
+                s.kind.value,
                 s.value,
                 f"{s.location.path}:{s.location.line}",
-                ", ".join(s.hazards) or "-",
+                ", ".join(kind.value for kind in s.hazards) or "-",
             )
         parts.append(t)
     if f.hazards:
@@ -106,10 +120,10 @@ def _flag(f: FlagReport) -> Group:
         for h in f.hazards:
             t.add_row(
                 h.code,
-                h.kind,
+                h.kind.value,
                 h.function,
                 f"{h.location.path}:{h.location.line}",
-                h.message.partition(": ")[2] or h.message,
+                h.detail or h.summary,
             )
         parts.append(t)
     parts.append(Text(f"{len(f.readers)} read site(s) of the flag", style="dim"))

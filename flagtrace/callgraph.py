@@ -116,6 +116,15 @@ class CallGraph:
     def is_analysed(self, node: str) -> bool:
         return bool(self._g.nodes[node].get("analysed")) if node in self._g else False
 
+    def kind(self, node: str) -> str:
+        """``module``, ``function`` or ``lambda`` for analysed code, else ``external``."""
+        return str(self._g.nodes[node].get("kind", "external"))
+
+    def location(self, node: str) -> Location | None:
+        """Where an analysed scope is defined; None for names outside the analysed code."""
+        location: Location | None = self._g.nodes[node].get("location")
+        return location
+
     def callees(self, node: str) -> list[str]:
         return sorted(self._g.successors(node)) if node in self._g else []
 

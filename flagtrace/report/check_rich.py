@@ -1,11 +1,14 @@
-"""``--format rich`` (the default): verdicts first, the witness as a tree with
-file:line and the source line, hazards as a table."""
+"""``flagtrace check --format rich`` (the default): verdicts first, the witness as a
+tree with file:line and the source line, setters and hazards as tables."""
 
 from __future__ import annotations
 
+import io
 import linecache
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
@@ -18,6 +21,12 @@ from flagtrace.model import (
     StepKind,
     WitnessStep,
 )
+
+if TYPE_CHECKING:
+    from flagtrace.report import RenderOptions
+
+#: the text is read where it is printed, errors included
+HUMAN = True
 
 _STEP_STYLE = {
     StepKind.CALL: "cyan",
@@ -88,7 +97,7 @@ def _entry(e: EntryVerdict) -> Tree | Text:
 
 
 def _flag(f: FlagReport) -> Group:
-    parts: list[object] = [
+    parts: list[RenderableType] = [
         Text.assemble(
             ("flag ", "bold"),
             (f.qualname, "bold cyan"),
@@ -127,19 +136,40 @@ def _flag(f: FlagReport) -> Group:
             )
         parts.append(t)
     parts.append(Text(f"{len(f.readers)} read site(s) of the flag", style="dim"))
-    return Group(*parts)  # type: ignore[arg-type]
+    return Group(*parts)
 
 
-def render(report: AnalysisReport, console: Console) -> None:
+def render(report: AnalysisReport, options: RenderOptions) -> Iterator[str]:
+    """The report laid out by rich for the destination ``options`` describes, handed on
+    flag by flag (rich writes into a buffer; the CLI writes the text where it goes)."""
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=options.width,
+        color_system=options.terminal,
+        force_terminal=options.terminal is not None,
+        no_color=not options.color,
+        legacy_windows=False,
+        highlight=False,
+    )
     for f in report.flags:
         console.print(_flag(f))
         console.print()
+        yield _take(buffer)
     for d in report.errors:
-        where = d.path if d.line is None else f"{d.path}:{d.line}"
-        console.print(Text(f"error: {where}: {d.message}", style="red"))
+        console.print(Text(f"error: {d}", style="red"))
     console.print(
         Text(
             f"{report.files} files, {report.lines} lines analysed in {report.seconds:.1f}s",
             style="dim",
         )
     )
+    yield _take(buffer)
+
+
+def _take(buffer: io.StringIO) -> str:
+    """What was written to ``buffer`` since the last call."""
+    text = buffer.getvalue()
+    buffer.seek(0)
+    buffer.truncate()
+    return text

@@ -1,11 +1,15 @@
-"""``--format json``: the stable, versioned machine-readable report."""
+"""``flagtrace check --format json``: the stable, versioned machine-readable report."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from flagtrace.model import AnalysisReport, EntryVerdict, FlagReport, Location, WitnessStep
+
+if TYPE_CHECKING:
+    from flagtrace.report import RenderOptions
 
 VERSION = 1
 
@@ -73,6 +77,7 @@ def _flag(f: FlagReport) -> dict[str, Any]:
 
 
 def to_dict(report: AnalysisReport) -> dict[str, Any]:
+    """The report as JSON values; enums give their values, so the text is that of version 1."""
     return {
         "version": VERSION,
         "flags": [_flag(f) for f in report.flags],
@@ -85,5 +90,6 @@ def to_dict(report: AnalysisReport) -> dict[str, Any]:
     }
 
 
-def render(report: AnalysisReport) -> str:
-    return json.dumps(to_dict(report), indent=2) + "\n"
+def render(report: AnalysisReport, options: RenderOptions) -> Iterable[str]:
+    """One piece: a check report is small (the call graph is the one that streams)."""
+    return [json.dumps(to_dict(report), indent=2) + "\n"]

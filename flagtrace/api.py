@@ -27,6 +27,7 @@ from flagtrace.model import (
     SourceFile,
     UnresolvedCall,
 )
+from flagtrace.report.callgraph_pycg import pycg
 from flagtrace.resolve import Callee, Resolver, resolve
 
 
@@ -137,7 +138,7 @@ def callgraph_pycg(paths: Sequence[str], jobs: int = 1) -> dict[str, list[str]]:
     """The call graph of ``paths`` in PyCG's JSON shape (used by the benchmark)."""
     project = load_project(paths, jobs=jobs)
     _, graph = build_callgraph(project)
-    return graph.to_pycg()
+    return pycg(graph)
 
 
 class AnalysisError(Exception):

@@ -27,6 +27,7 @@ from flagtrace.model import (
     SourceFile,
     UnresolvedCall,
 )
+from flagtrace.report.callgraph_pycg import pycg
 from flagtrace.resolve import resolve
 
 
@@ -139,7 +140,7 @@ def settle_with_jedi(
 def callgraph_pycg(paths: Sequence[str], jobs: int = 1) -> dict[str, list[str]]:
     """The call graph of ``paths`` in PyCG's JSON shape (used by the benchmark)."""
     project = load_project(paths, jobs=jobs)
-    return build_callgraph(project).to_pycg()
+    return pycg(build_callgraph(project))
 
 
 class AnalysisError(Exception):

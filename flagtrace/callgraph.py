@@ -12,10 +12,8 @@ are attributed to the nearest enclosing function or module, as PyCG does.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import networkx as nx
 
@@ -174,6 +172,15 @@ class CallGraph:
     def is_analysed(self, node: str) -> bool:
         return bool(self._g.nodes[node].get("analysed")) if node in self._g else False
 
+    def kind(self, node: str) -> str:
+        """``module``, ``function`` or ``lambda`` for analysed code, else ``external``."""
+        return str(self._g.nodes[node].get("kind", "external"))
+
+    def location(self, node: str) -> Location | None:
+        """Where an analysed scope is defined; None for names outside the analysed code."""
+        location: Location | None = self._g.nodes[node].get("location")
+        return location
+
     def callees(self, node: str) -> list[str]:
         return sorted(self._g.successors(node)) if node in self._g else []
 
@@ -215,101 +222,6 @@ class CallGraph:
             jedi_edges=counts.get(Resolution.JEDI.value, 0),
         )
 
-    # -- exports
-
-    def to_pycg(self) -> dict[str, list[str]]:
-        """PyCG's JSON format: every node, analysed or not, with its callees."""
-        out: dict[str, list[str]] = {}
-        for node in sorted(self._g.nodes):
-            out[node] = sorted(self._g.successors(node))
-        return out
-
-    def to_json(self, errors: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
-        """The flagtrace JSON document as one dict (small graphs, tests)."""
-        return {
-            key: list(value) if isinstance(value, Iterator) else value
-            for key, value in self._json_parts(errors)
-        }
-
-    def json_chunks(self, errors: Sequence[dict[str, Any]] = ()) -> Iterator[str]:
-        """The same document as ``json.dumps(self.to_json(errors), indent=2) + "\\n"``,
-        in pieces, without ever holding it whole.
-
-        Why: on SGLang 0.5.23 the call graph has 1.1M per-site edges; as dicts
-        and then as one string they took several GiB on top of the graph itself.
-        Here each edge becomes text and is written before the next is made.
-        """
-        yield "{"
-        first = True
-        for key, value in self._json_parts(errors):
-            yield ("\n" if first else ",\n") + "  " + json.dumps(key) + ": "
-            first = False
-            if isinstance(value, Iterator):
-                yield from _json_list_chunks(value)
-            else:
-                yield json.dumps(value, indent=2).replace("\n", "\n  ")
-        yield "\n}\n"
-
-    def _json_parts(self, errors: Sequence[dict[str, Any]]) -> Iterator[tuple[str, Any]]:
-        """Top-level keys in order; the long lists as iterators."""
-        yield "version", 1
-        yield "nodes", (self._json_node(node) for node in sorted(self._g.nodes))
-        yield "edges", (_json_edge(e) for e in self.edges())
-        yield (
-            "unresolved",
-            [
-                {
-                    "caller": u.caller,
-                    "file": u.location.path,
-                    "line": u.location.line,
-                    "call": u.text,
-                }
-                for u in self.unresolved
-            ],
-        )
-        stats = self.stats()
-        yield (
-            "stats",
-            {
-                "nodes": stats.nodes,
-                "edges": stats.edges,
-                "call_sites_by_resolution": dict(stats.by_resolution),
-                "unresolved": stats.unresolved,
-                "jedi_queries": stats.jedi_queries,
-                "jedi_edges": stats.jedi_edges,
-            },
-        )
-        yield "errors", list(errors)
-
-    def _json_node(self, node: str) -> dict[str, Any]:
-        data = self._g.nodes[node]
-        loc: Location | None = data.get("location")
-        return {
-            "name": node,
-            "analysed": bool(data.get("analysed")),
-            "kind": data.get("kind", "external"),
-            "file": loc.path if loc else None,
-            "line": loc.line if loc else None,
-        }
-
-    def to_dot(self) -> str:
-        lines = [
-            "digraph callgraph {",
-            "  rankdir=LR;",
-            '  node [shape=box, fontname="monospace"];',
-        ]
-        for node in sorted(self._g.nodes):
-            style = "" if self.is_analysed(node) else ", style=dashed"
-            lines.append(f'  "{_dot_escape(node)}" [label="{_dot_escape(node)}"{style}];')
-        for a, b, data in sorted(self._g.edges(data=True), key=lambda e: (e[0], e[1])):
-            res = min((s.resolution for s in data["sites"]), key=_strength)
-            style = "" if res in (Resolution.DIRECT, Resolution.TYPED) else ", style=dotted"
-            lines.append(
-                f'  "{_dot_escape(a)}" -> "{_dot_escape(b)}" [label="{res.value}"{style}];'
-            )
-        lines.append("}")
-        return "\n".join(lines) + "\n"
-
 
 def owner_of(program: Program, qn: str) -> str:
     """The graph node a scope's calls belong to (class bodies -> enclosing scope)."""
@@ -317,35 +229,3 @@ def owner_of(program: Program, qn: str) -> str:
     while scope is not None and scope.kind is ScopeKind.CLASS and scope.parent is not None:
         scope = program.scopes.get(scope.parent)
     return scope.qualname if scope is not None else qn
-
-
-def _strength(r: Resolution) -> int:
-    return [Resolution.DIRECT, Resolution.TYPED, Resolution.BY_NAME, Resolution.JEDI].index(r)
-
-
-def _dot_escape(s: str) -> str:
-    return s.replace("\\", "\\\\").replace('"', '\\"')
-
-
-def _json_edge(e: CallEdge) -> dict[str, Any]:
-    return {
-        "caller": e.caller,
-        "callee": e.callee,
-        "file": e.location.path,
-        "line": e.location.line,
-        "column": e.location.column,
-        "resolution": e.resolution.value,
-        "guards": [g.render() for g in e.guards],
-        "call": e.text,
-    }
-
-
-def _json_list_chunks(items: Iterator[Any]) -> Iterator[str]:
-    """A top-level list value as ``json.dumps(..., indent=2)`` writes it, item by item."""
-    empty = True
-    for item in items:
-        yield ("[\n    " if empty else ",\n    ") + json.dumps(item, indent=2).replace(
-            "\n", "\n    "
-        )
-        empty = False
-    yield "[]" if empty else "\n  ]"

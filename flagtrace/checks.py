@@ -1,7 +1,9 @@
 """Checks: the hazard registry and the rules that find hazards in setters.
 
-Every hazard kind has a stable code, a one-line summary and an explanation
-(used by ``flagtrace explain CODE``, JSON output and future SARIF rules).
+Every hazard kind has a stable code, a one-line summary that starts each such
+hazard's message, and an explanation of the risk and its fix (nothing prints the
+explanations yet: they are written for a future ``explain`` command or SARIF
+rule descriptions).
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from flagtrace.effects import FlagEffects, Setter, SetterKind, ValueKind, sets_flag
+from flagtrace.effects import FlagEffects, Setter, ValueKind, sets_flag
 from flagtrace.interpret import Interpreter
 from flagtrace.model import (
     AttrExpr,
@@ -18,8 +20,10 @@ from flagtrace.model import (
     CallStep,
     Flow,
     Hazard,
+    HazardKind,
     Location,
     Scope,
+    SetterKind,
     TryBlock,
     WithBlock,
     WriteStep,
@@ -30,60 +34,55 @@ from flagtrace.model import (
 
 @dataclass(frozen=True, slots=True)
 class HazardRule:
+    """A hazard kind's stable code, its one-line summary (the start of every such
+    hazard's message) and an explanation of the risk and its fix."""
+
     code: str
-    kind: str
+    kind: HazardKind
     summary: str
     explanation: str
 
 
-RULES: dict[str, HazardRule] = {
+RULES: dict[HazardKind, HazardRule] = {
     r.kind: r
     for r in (
         HazardRule(
             "FT101",
-            "exception-leak",
+            HazardKind.EXCEPTION_LEAK,
             "an exception after the flag is set skips the reset and leaves the flag set",
-            "The reset is not in a `finally` (or the flag is set before the `try` that protects it), "
-            "so an exception raised in the `with` body, or between the set and the `try`, leaves the "
-            "flag set for everything that runs afterwards. Put the reset in `finally`.",
+            "The reset is not in a `finally` (or the flag is set before the `try` that protects "
+            "it), so an exception raised in the `with` body, or between the set and the `try`, "
+            "leaves the flag set for everything that runs afterwards. Put the reset in `finally`.",
         ),
         HazardRule(
             "FT102",
-            "non-reentrant",
+            HazardKind.NON_REENTRANT,
             "the reset writes a constant instead of restoring the previous value",
-            "Nested use clears the flag early: the inner exit resets it while the outer scope still "
-            "expects it set. Save the previous value and restore it (`prev = X; X = True; try: yield; "
-            "finally: X = prev`).",
+            "Nested use clears the flag early: the inner exit resets it while the outer scope "
+            "still expects it set. Save the previous value and restore it (`prev = X; X = True; "
+            "try: yield; finally: X = prev`).",
         ),
         HazardRule(
             "FT103",
-            "sticky",
+            HazardKind.STICKY,
             "the flag is set and some path returns without resetting it",
             "Code that runs after this function returns sees the flag set, including code that has "
             "nothing to do with the caller. Prefer a context manager that resets in `finally`.",
         ),
         HazardRule(
             "FT104",
-            "thread-unsafe",
+            HazardKind.THREAD_UNSAFE,
             "a plain module global is set in code that runs on another thread",
             "The flag is process-wide, so other threads observe it while this thread has it set. "
             "Use `threading.local()` or a `contextvars.ContextVar`.",
         ),
     )
 }
-CODES: dict[str, HazardRule] = {r.code: r for r in RULES.values()}
 
 
-def rule(key: str) -> HazardRule | None:
-    """Look a rule up by code (``FT101``) or kind (``exception-leak``)."""
-    return RULES.get(key) or CODES.get(key.upper())
-
-
-def _hazard(kind: str, function: str, location: Location, detail: str) -> Hazard:
+def _hazard(kind: HazardKind, function: str, location: Location, detail: str) -> Hazard:
     r = RULES[kind]
-    return Hazard(
-        r.code, kind, function, location, f"{r.summary}: {detail}" if detail else r.summary
-    )
+    return Hazard(r.code, kind, function, location, r.summary, detail)
 
 
 def find_hazards(fx: FlagEffects, interp: Interpreter) -> list[Hazard]:
@@ -104,13 +103,16 @@ def _setter_hazards(fx: FlagEffects, interp: Interpreter, setter: Setter) -> Ite
         resets = [w for w in setter.writes if sets_flag(w.kind, initial) is False]
         if not resets:
             yield _hazard(
-                "sticky", setter.function, setter.location, f"{name} is never reset after the yield"
+                HazardKind.STICKY,
+                setter.function,
+                setter.location,
+                f"{name} is never reset after the yield",
             )
             return
         leak = _unprotected_span(scope, name, fx)
         if leak is not None:
             yield _hazard(
-                "exception-leak",
+                HazardKind.EXCEPTION_LEAK,
                 setter.function,
                 leak,
                 f"{name} stays set if the `with` body raises",
@@ -125,7 +127,10 @@ def _setter_hazards(fx: FlagEffects, interp: Interpreter, setter: Setter) -> Ite
         resets = [w for w in fx.writes.get(exit_qn, []) if sets_flag(w.kind, initial) is False]
         if not resets:
             yield _hazard(
-                "sticky", setter.function, setter.location, f"{exit_qn} does not reset {name}"
+                HazardKind.STICKY,
+                setter.function,
+                setter.location,
+                f"{exit_qn} does not reset {name}",
             )
             return
         # reported on the setter (``__enter__``), pointing at the reset in ``__exit__``
@@ -136,7 +141,7 @@ def _setter_hazards(fx: FlagEffects, interp: Interpreter, setter: Setter) -> Ite
     param_setter = any(w.kind is ValueKind.PARAMETER for w in setter.writes)
     if param_setter or (after is not None and after[1]):
         yield _hazard(
-            "sticky",
+            HazardKind.STICKY,
             setter.function,
             setter.location,
             f"{name} is left set when {scope.name}() returns",
@@ -147,7 +152,7 @@ def _setter_hazards(fx: FlagEffects, interp: Interpreter, setter: Setter) -> Ite
         leak = _unprotected_span(scope, name, fx)
         if leak is not None:
             yield _hazard(
-                "exception-leak",
+                HazardKind.EXCEPTION_LEAK,
                 setter.function,
                 leak,
                 f"{name} stays set if a call before the reset raises",
@@ -165,7 +170,7 @@ def _constant_resets(function: str, resets: list, name: str) -> Iterator[Hazard]
             ValueKind.DELETE,
         ):
             yield _hazard(
-                "non-reentrant",
+                HazardKind.NON_REENTRANT,
                 function,
                 w.location,
                 f"{name} is reset to {w.text} instead of its previous value",
@@ -300,7 +305,7 @@ def _thread_hazards(fx: FlagEffects, interp: Interpreter) -> Iterator[Hazard]:
             if qn in setters:
                 s = fx.setters[qn]
                 yield _hazard(
-                    "thread-unsafe",
+                    HazardKind.THREAD_UNSAFE,
                     s.function,
                     s.location,
                     f"{fx.flag.name} is set on a thread started with {target} at {where.short}",

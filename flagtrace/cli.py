@@ -9,16 +9,20 @@ User errors are one line on stderr, never a traceback.
 from __future__ import annotations
 
 import enum
-import json
+import io
 import os
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import click
 
 from flagtrace import __version__
+from flagtrace.report import CALLGRAPH, CHECK, CallGraphReport, RenderOptions, Terminal
+
+if TYPE_CHECKING:
+    from flagtrace.model import AnalysisReport, Diagnostic
 
 
 class ExitCode(enum.IntEnum):
@@ -121,7 +125,7 @@ def _common_options(f: Any) -> Any:
 @cli.command("callgraph")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
-    "--format", "fmt", type=click.Choice(["pycg", "json", "dot"]), default="json", show_default=True
+    "--format", "fmt", type=click.Choice(CALLGRAPH.names()), default="json", show_default=True
 )
 @_common_options
 def callgraph_cmd(
@@ -155,15 +159,8 @@ def callgraph_cmd(
         project, jedi_budget=jedi_budget if jedi_budget is not None else config.jedi_budget
     )
     status.close()
-    if fmt == "pycg":
-        _write(json.dumps(graph.to_pycg(), indent=2) + "\n", output)
-    elif fmt == "dot":
-        _write(graph.to_dot(), output)
-    else:
-        errors = [
-            {"file": d.path, "line": d.line, "message": d.message} for d in project.diagnostics
-        ]
-        _write(graph.json_chunks(errors), output)
+    report = CallGraphReport(graph, tuple(project.diagnostics))
+    _write(CALLGRAPH[fmt].render(report, _render_options(output)), output)
     if not quiet:
         stats = graph.stats()
         extra = (
@@ -200,7 +197,7 @@ def callgraph_cmd(
     help="Only count reads in this function (repeatable).",
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["rich", "json"]), default="rich", show_default=True
+    "--format", "fmt", type=click.Choice(CHECK.names()), default="rich", show_default=True
 )
 @_common_options
 def check_cmd(
@@ -242,28 +239,10 @@ def check_cmd(
         on_reused=status.on_reused,
     )
     status.close()
-    if fmt == "json":
-        from flagtrace.report.json_report import render
-
-        _write(render(report), output)
-    else:
-        from rich.console import Console
-
-        from flagtrace.report.rich_report import render as render_rich
-
-        if output is not None:
-            try:
-                with output.open("w", encoding="utf-8") as fh:
-                    render_rich(report, Console(file=fh, width=120, no_color=True))
-            except OSError as exc:
-                raise FlagtraceError(
-                    f"{output}: cannot write report: {exc.strerror or exc}"
-                ) from None
-        else:
-            render_rich(report, Console(highlight=False))
-    if fmt == "json" or output is not None:
-        for d in report.errors:
-            click.echo(f"flagtrace: error: {d}", err=True)
+    reporter = CHECK[fmt]
+    _write(reporter.render(report, _render_options(output)), output)
+    if not reporter.human or output is not None:
+        _print_diagnostics(report.errors)
     if not quiet:
         click.echo(status.summary(len(report.errors)), err=True)
     raise SystemExit(exit_code_for(report))
@@ -297,11 +276,8 @@ def cache_clear_cmd(cache_dir: Path | None) -> None:
     click.echo(f"flagtrace: removed {removed} cache entries from {cache.directory}")
 
 
-def exit_code_for(report: object) -> ExitCode:
+def exit_code_for(report: AnalysisReport) -> ExitCode:
     """2 if anything could not be analysed, else 1 if anything was found, else 0."""
-    from flagtrace.model import AnalysisReport
-
-    assert isinstance(report, AnalysisReport)
     if report.errors:
         return ExitCode.ERROR
     found = any(e.observes_set for f in report.flags for e in f.entries) or any(
@@ -310,14 +286,31 @@ def exit_code_for(report: object) -> ExitCode:
     return ExitCode.FINDINGS if found else ExitCode.CLEAN
 
 
-def _print_diagnostics(diagnostics: Sequence[Any]) -> None:
+def _print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:
     for d in diagnostics:
         click.echo(f"flagtrace: error: {d}", err=True)
 
 
-def _write(text: str | Iterable[str], output: Path | None) -> None:
-    """Write a report given whole or in pieces (large call graphs are streamed)."""
-    chunks = (text,) if isinstance(text, str) else text
+def _render_options(output: Path | None) -> RenderOptions:
+    """What the report's destination can show, as rich sees it: a file gets plain text
+    120 columns wide; stdout the terminal's width and colours (none when it is a pipe),
+    with rich's environment overrides (``COLUMNS``, ``NO_COLOR``, ``FORCE_COLOR``...)."""
+    from rich.console import Console
+
+    if output is None:
+        console = Console()
+    else:
+        console = Console(file=io.StringIO(), width=120, no_color=True)
+    terminals: dict[str | None, Terminal] = {name: name for name in get_args(Terminal)}
+    return RenderOptions(
+        width=console.width,
+        terminal=terminals.get(console.color_system),
+        color=not console.no_color,
+    )
+
+
+def _write(chunks: Iterable[str], output: Path | None) -> None:
+    """Write a report as it is rendered, piece by piece (large call graphs are streamed)."""
     if output is None:
         try:
             sys.stdout.writelines(chunks)

@@ -32,6 +32,7 @@ from flagtrace.model import (
     WriteStep,
     walk,
 )
+from flagtrace.model import SetterKind as SetterKind  # defined there since findings name it
 from flagtrace.resolve import Program
 
 
@@ -73,14 +74,6 @@ class Write:
     kind: ValueKind
     text: str
     param: str | None = None  # for PARAMETER writes
-
-
-class SetterKind(enum.Enum):
-    CONTEXTMANAGER = "contextmanager"
-    ASYNCCONTEXTMANAGER = "asynccontextmanager"
-    CLASS = "class"
-    FUNCTION = "function"
-    DECORATOR = "decorator"
 
 
 @dataclass(frozen=True, slots=True)

@@ -591,25 +591,80 @@ class GraphStats:
 
 # --------------------------------------------------------------------------
 # Findings: what the flag engine reports (reporters read only these)
+#
+# The words of the findings are enums, so the engine states them once and every
+# reporter renders the same thing. Each enum's values are the strings the JSON
+# report has always used; members compare equal to those strings, so code that
+# reads findings as strings keeps working.
+
+
+class Word(str, enum.Enum):
+    """A word of the findings vocabulary: prints, formats and compares as its value."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class StepKind(Word):
+    """What a witness step does (see ``WitnessStep``)."""
+
+    CALL = "call"
+    ENTER = "enter"
+    SET = "set"
+    READ = "read"
+
+    @property
+    def sets_flag(self) -> bool:
+        """The step where the flag becomes set (a context manager entered, a sticky setter)."""
+        return self in (StepKind.ENTER, StepKind.SET)
+
+
+class Evidence(Word):
+    """How strong a verdict is."""
+
+    RESOLVED = "resolved"  # every hop is a direct or typed call
+    BY_NAME = "by-name"  # some hop needed by-name dispatch
+    UNRESOLVED_CALLS = "unresolved-calls"  # a *never* verdict with unresolved calls on the way
+
+
+class SetterKind(Word):
+    """How a setter sets the flag."""
+
+    CONTEXTMANAGER = "contextmanager"
+    ASYNCCONTEXTMANAGER = "asynccontextmanager"
+    CLASS = "class"  # ``__enter__``/``__exit__``
+    FUNCTION = "function"  # a plain setter: ``set_flag(True)``
+    DECORATOR = "decorator"  # runs the wrapped function inside a setter
+
+
+class HazardKind(Word):
+    """What is wrong with a setter; ``checks.RULES`` gives each its code and explanation."""
+
+    EXCEPTION_LEAK = "exception-leak"
+    NON_REENTRANT = "non-reentrant"
+    STICKY = "sticky"
+    THREAD_UNSAFE = "thread-unsafe"
 
 
 @record
 class WitnessStep:
     """One step of the proof that an entry can observe a flag set.
 
-    ``step`` is ``call`` (``function`` calls ``callee`` at ``location``),
-    ``enter`` (``function`` enters the setter context manager ``callee``),
-    ``set`` (``function`` calls the sticky setter ``callee``) or ``read``
-    (``function`` reads the flag, through the accessor ``callee`` if any).
-    ``before_entry`` marks steps that happen before the entry runs (a sticky
-    setter reachable elsewhere left the flag set).
+    ``step`` is ``CALL`` (``function`` calls ``callee`` at ``location``, resolved
+    as ``resolution``), ``ENTER`` (``function`` enters the setter context manager
+    ``callee``), ``SET`` (``function`` calls the sticky setter ``callee``) or
+    ``READ`` (``function`` reads the flag, through the accessor ``callee`` if
+    any). ``guard`` is the rendered conditions of the hop, ``text`` the source of
+    the call (the flag's name for a read). ``before_entry`` marks steps that
+    happen before the entry runs (a sticky setter reachable elsewhere left the
+    flag set).
     """
 
-    step: str
+    step: StepKind
     function: str
     location: Location
     callee: str | None = None
-    resolution: str | None = None
+    resolution: Resolution | None = None  # CALL steps only
     guard: str | None = None
     text: str = ""
     before_entry: bool = False
@@ -617,22 +672,24 @@ class WitnessStep:
 
 @record
 class EntryVerdict:
+    """Can ``entry`` observe the flag set: yes with a ``witness``, or no with a ``reason``."""
+
     entry: str
     observes_set: bool
-    evidence: str  # resolved | by-name | unresolved-calls
+    evidence: Evidence
     reason: str
     witness: tuple[WitnessStep, ...] = ()
     unresolved_count: int = 0
-    unresolved_sites: tuple[Location, ...] = ()
+    unresolved_sites: tuple[Location, ...] = ()  # the first few of them
 
 
 @record
 class SetterFinding:
     function: str
-    kind: str
-    value: str
+    kind: SetterKind
+    value: str  # what it sets the flag to: True, False, None, constant, restore, unknown
     location: Location
-    hazards: tuple[str, ...] = ()  # hazard kinds
+    hazards: tuple[HazardKind, ...] = ()
 
 
 @record
@@ -644,11 +701,20 @@ class ReaderFinding:
 
 @record
 class Hazard:
+    """A hazard in a setter: the rule's one-line ``summary`` and what this
+    instance is about (``detail``), kept apart so reporters need not split text."""
+
     code: str
-    kind: str
+    kind: HazardKind
     function: str
     location: Location
-    message: str
+    summary: str
+    detail: str = ""
+
+    @property
+    def message(self) -> str:
+        """Summary and detail in one line, as the JSON report gives them."""
+        return f"{self.summary}: {self.detail}" if self.detail else self.summary
 
 
 @record

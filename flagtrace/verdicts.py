@@ -8,6 +8,7 @@ that reporters print.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 
 from flagtrace.callgraph import CallGraph
 from flagtrace.checks import find_hazards
@@ -16,13 +17,16 @@ from flagtrace.flagstate import UNSET, join
 from flagtrace.interpret import Interpreter
 from flagtrace.model import (
     EntryVerdict,
+    Evidence,
     FlagReport,
     Guard,
     GuardKind,
+    HazardKind,
     Location,
     ReaderFinding,
     ScopeKind,
     SetterFinding,
+    StepKind,
     UnresolvedCall,
     WitnessStep,
 )
@@ -76,13 +80,13 @@ def analyse_flag(
 ) -> FlagReport:
     fx, interp, reach = _engine(graph, flag, reads)
     hazards = find_hazards(fx, interp)
-    by_setter: dict[str, list[str]] = {}
+    by_setter: dict[str, list[HazardKind]] = {}
     for h in hazards:
         by_setter.setdefault(_setter_key(fx, h.function), []).append(h.kind)
     setters = tuple(
         SetterFinding(
             s.function,
-            s.kind.value,
+            s.kind,
             _shown_value(s.value),
             s.location,
             tuple(sorted(set(by_setter.get(s.function, [])))),
@@ -191,14 +195,17 @@ def _preset(interp: Interpreter, graph: CallGraph) -> tuple[list[WitnessStep], b
                 ends = join(run.exit, run.raised)
                 ev = ends.origin if ends is not None else None
                 if ev is not None:
+                    step = StepKind(ev.kind)
                     return [
                         WitnessStep(
-                            ev.kind, ev.function, ev.location, ev.via, None, None, ev.text, True
+                            step, ev.function, ev.location, ev.via, text=ev.text, before_entry=True
                         )
                     ], True
                 where = next((w.location for w in fx_writes(interp, qn)), scope.location)
                 return [
-                    WitnessStep("set", qn, where, qn, None, None, f"{scope.name}()", True)
+                    WitnessStep(
+                        StepKind.SET, qn, where, qn, text=f"{scope.name}()", before_entry=True
+                    )
                 ], True
         return [], False
     p = interp.p
@@ -213,15 +220,15 @@ def _preset(interp: Interpreter, graph: CallGraph) -> tuple[list[WitnessStep], b
         if path:
             break
     if path:
-        for a, b in zip(path, path[1:]):
+        for a, b in pairwise(path):
             e = graph.sites(a, b)[0]
             steps.append(
                 WitnessStep(
-                    "call",
+                    StepKind.CALL,
                     a,
                     e.location,
                     b,
-                    e.resolution.value,
+                    e.resolution,
                     _guards(interp, a, e.guards),
                     e.text,
                     True,
@@ -229,7 +236,7 @@ def _preset(interp: Interpreter, graph: CallGraph) -> tuple[list[WitnessStep], b
             )
     steps.append(
         WitnessStep(
-            "set",
+            StepKind.SET,
             caller,
             call.location,
             setter,
@@ -272,9 +279,10 @@ def _verdict(
         )
         if pre:
             reason += "; a sticky setter elsewhere may leave it set before the entry runs"
-        return EntryVerdict(entry, True, "by-name" if weak else "resolved", reason, tuple(steps))
+        evidence = Evidence.BY_NAME if weak else Evidence.RESOLVED
+        return EntryVerdict(entry, True, evidence, reason, tuple(steps))
     if not explain_never:
-        return EntryVerdict(entry, False, "resolved", "")
+        return EntryVerdict(entry, False, Evidence.RESOLVED, "")
     return _never(fx, interp, reach, graph, entry)
 
 
@@ -282,17 +290,19 @@ def _witness_steps(interp: Interpreter, w: Witness) -> list[WitnessStep]:
     out: list[WitnessStep] = []
     for hop in w.hops:
         if hop.set_here is not None and not any(
-            s.step in ("enter", "set") and s.location == hop.set_here.location for s in out
+            s.step.sets_flag and s.location == hop.set_here.location for s in out
         ):
             ev = hop.set_here
-            out.append(WitnessStep(ev.kind, ev.function, ev.location, ev.via, None, None, ev.text))
+            out.append(
+                WitnessStep(StepKind(ev.kind), ev.function, ev.location, ev.via, text=ev.text)
+            )
         out.append(
             WitnessStep(
-                "call",
+                StepKind.CALL,
                 hop.caller,
                 hop.location,
                 hop.callee,
-                hop.resolution.value,
+                hop.resolution,
                 _guards(interp, hop.caller, hop.guards),
                 hop.text,
             )
@@ -300,8 +310,8 @@ def _witness_steps(interp: Interpreter, w: Witness) -> list[WitnessStep]:
     r = w.read
     if r.set_here is not None and not any(s.location == r.set_here.location for s in out):
         ev = r.set_here
-        out.append(WitnessStep(ev.kind, ev.function, ev.location, ev.via, None, None, ev.text))
-    out.append(WitnessStep("read", r.function, r.location, r.via, None, None, interp.fx.flag.name))
+        out.append(WitnessStep(StepKind(ev.kind), ev.function, ev.location, ev.via, text=ev.text))
+    out.append(WitnessStep(StepKind.READ, r.function, r.location, r.via, text=interp.fx.flag.name))
     return out
 
 
@@ -399,22 +409,24 @@ def _never(
         shown = ", ".join(f"{_display(s)}()" for s in setters[:3])
         live = [u for u in uses if u[0] in reachable]
         if not live:
-            reason = f"set only inside {shown}; entered at {len(uses)} site{'s' if len(uses) != 1 else ''}, none reachable from {entry}"
+            sites = f"{len(uses)} site{'s' if len(uses) != 1 else ''}"
+            reason = f"set only inside {shown}; entered at {sites}, none reachable from {entry}"
         else:
+            sites = f"{len(live)} site{'s' if len(live) != 1 else ''}"
             reason = (
-                f"set inside {shown} at {len(live)} site{'s' if len(live) != 1 else ''} reachable from {entry}, "
+                f"set inside {shown} at {sites} reachable from {entry}, "
                 f"but no read of {name} runs while it is set"
             )
     unresolved = [u for u in graph.unresolved if u.caller in reachable]
     if unresolved:
+        calls = f"{len(unresolved)} call{'s' if len(unresolved) != 1 else ''}"
         return EntryVerdict(
             entry,
             False,
-            "unresolved-calls",
-            reason
-            + f"; {len(unresolved)} call{'s' if len(unresolved) != 1 else ''} on the way could not be resolved",
+            Evidence.UNRESOLVED_CALLS,
+            f"{reason}; {calls} on the way could not be resolved",
             (),
             len(unresolved),
             tuple(u.location for u in unresolved[:MAX_UNRESOLVED_SHOWN]),
         )
-    return EntryVerdict(entry, False, "resolved", reason)
+    return EntryVerdict(entry, False, Evidence.RESOLVED, reason)

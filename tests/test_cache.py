@@ -23,6 +23,7 @@ from flagtrace.cli import main
 from flagtrace.index import SUMMARY_FORMAT, summary_digest
 from flagtrace.model import IndexResult
 from flagtrace.progress import RunStatus
+from flagtrace.report.callgraph_pycg import pycg
 from tests.registry import REPO
 
 STORY = REPO / "fixtures" / "flags" / "sglang_story"
@@ -203,7 +204,7 @@ def test_results_are_identical_with_and_without_the_cache(tmp_path: Path, jobs: 
         assert warm.cache_hits == len(warm.files)
         assert plain.summaries == cold.summaries == warm.summaries
         assert plain.diagnostics == warm.diagnostics
-        graphs = [build_callgraph(p).to_pycg() for p in (plain, cold, warm)]
+        graphs = [pycg(build_callgraph(p)) for p in (plain, cold, warm)]
         assert graphs[0] == graphs[1] == graphs[2]
         assert graphs[0]
 
@@ -340,7 +341,7 @@ def test_two_concurrent_runs_both_succeed_and_leave_a_valid_cache(tmp_path: Path
         assert pickle.loads(entry.read_bytes())[0] == MAGIC
     import json
 
-    assert json.loads((tmp_path / "out0.json").read_text()) == build_callgraph(project).to_pycg()
+    assert json.loads((tmp_path / "out0.json").read_text()) == pycg(build_callgraph(project))
 
 
 def test_no_cache_neither_reads_nor_writes(

@@ -13,6 +13,8 @@ from pathlib import Path
 
 from flagtrace.api import build_callgraph, load_project
 from flagtrace.cli import main
+from flagtrace.report import CallGraphReport
+from flagtrace.report.callgraph_json import document
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -20,8 +22,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 def _document_via_api(path: Path) -> str:
     project = load_project([str(path)], jobs=1)
     graph = build_callgraph(project)
-    errors = [{"file": d.path, "line": d.line, "message": d.message} for d in project.diagnostics]
-    return json.dumps(graph.to_json(errors), indent=2) + "\n"
+    return json.dumps(document(CallGraphReport(graph, tuple(project.diagnostics))), indent=2) + "\n"
 
 
 def _document_via_cli(path: Path, out: Path) -> tuple[int, str]:
@@ -99,7 +100,8 @@ class _ClosedPipe:
 
 
 def test_a_reader_that_goes_away_is_not_reported_as_findings(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
-    """click turns EPIPE into exit code 1, which means findings; it must be 2, without a traceback."""
+    """click turns EPIPE into exit code 1, which means findings; it must be 2, without a
+    traceback."""
     monkeypatch.setattr("sys.stdout", _ClosedPipe())
     code = main(
         [

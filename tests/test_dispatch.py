@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 from flagtrace.api import build_callgraph, load_project
+from flagtrace.report.callgraph_pycg import pycg
 
 SOURCE = """
 class Base:
@@ -57,7 +58,7 @@ def graph_of(tmp_path: Path) -> dict[str, list[str]]:
     project = load_project([tmp_path / "pkg"], jobs=1)
     graph = build_callgraph(project)
     # our functions only (the call of the builtin super itself is an edge too)
-    return {k: [c for c in v if c.startswith("pkg.")] for k, v in graph.to_pycg().items()}
+    return {k: [c for c in v if c.startswith("pkg.")] for k, v in pycg(graph).items()}
 
 
 def test_super_in_both_spellings_goes_up_the_mro(tmp_path: Path) -> None:

@@ -20,12 +20,12 @@ import pytest
 
 from flagtrace.api import build_callgraph, load_project
 from flagtrace.effects import FlagEffects, FlagLookupError, find_flags
-from flagtrace.model import ScopeKind
 from flagtrace.interpret import Interpreter
+from flagtrace.model import ScopeKind
 from flagtrace.reach import Node, Reach, Witness
 from tests.registry import REPO
 
-CASES = sorted((REPO / "fixtures" / "flags").glob("*/expected.json"))
+CASES = sorted((REPO / "fixtures" / "flags").glob("*/case.json"))
 STARTS = ((True, False), (True, True))
 
 

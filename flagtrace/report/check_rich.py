@@ -1,18 +1,39 @@
-"""``--format rich`` (the default): verdicts first, the witness as a tree with
-file:line and the source line, hazards as a table."""
+"""``flagtrace check --format rich`` (the default): verdicts first, the witness as a
+tree with file:line and the source line, setters and hazards as tables."""
 
 from __future__ import annotations
 
+import io
 import linecache
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from flagtrace.model import AnalysisReport, EntryVerdict, FlagReport, WitnessStep
+from flagtrace.model import (
+    AnalysisReport,
+    EntryVerdict,
+    FlagReport,
+    Resolution,
+    StepKind,
+    WitnessStep,
+)
 
-_STEP_STYLE = {"call": "cyan", "enter": "bold magenta", "set": "bold magenta", "read": "bold red"}
+if TYPE_CHECKING:
+    from flagtrace.report import RenderOptions
+
+#: the text is read where it is printed, errors included
+HUMAN = True
+
+_STEP_STYLE = {
+    StepKind.CALL: "cyan",
+    StepKind.ENTER: "bold magenta",
+    StepKind.SET: "bold magenta",
+    StepKind.READ: "bold red",
+}
 
 
 def _source(step: WitnessStep) -> str:
@@ -21,17 +42,17 @@ def _source(step: WitnessStep) -> str:
 
 def _step_label(step: WitnessStep) -> Text:
     t = Text()
-    t.append(f"{step.step:<5} ", style=_STEP_STYLE.get(step.step, ""))
-    if step.step == "call":
+    t.append(f"{step.step.value:<5} ", style=_STEP_STYLE[step.step])
+    if step.step is StepKind.CALL:
         t.append(f"{step.function} -> {step.callee}")
-        if step.resolution and step.resolution != "direct":
+        if step.resolution is not None and step.resolution is not Resolution.DIRECT:
             t.append(
-                f"  [{step.resolution}]",
-                style="yellow" if step.resolution in ("by-name", "jedi") else "dim",
+                f"  [{step.resolution.value}]",
+                style="yellow" if step.resolution.weak else "dim",
             )
-    elif step.step == "enter":
+    elif step.step is StepKind.ENTER:
         t.append(f"{step.function} enters {step.callee}()  (flag set from here)")
-    elif step.step == "set":
+    elif step.step is StepKind.SET:
         t.append(f"{step.function} calls sticky setter {step.callee}()")
     else:
         via = f" via {step.callee}()" if step.callee else ""
@@ -51,7 +72,9 @@ def _step_label(step: WitnessStep) -> Text:
 def _entry(e: EntryVerdict) -> Tree | Text:
     if e.observes_set:
         head = Text.assemble(
-            ("OBSERVES SET ", "bold red"), (e.entry, "bold"), (f"  evidence: {e.evidence}", "dim")
+            ("OBSERVES SET ", "bold red"),
+            (e.entry, "bold"),
+            (f"  evidence: {e.evidence.value}", "dim"),
         )
         tree = Tree(head)
         tree.add(Text(e.reason, style="dim"))
@@ -64,7 +87,7 @@ def _entry(e: EntryVerdict) -> Tree | Text:
     head = Text.assemble(
         ("never observes set ", "bold green"),
         (e.entry, "bold"),
-        (f"  evidence: {e.evidence}", "dim"),
+        (f"  evidence: {e.evidence.value}", "dim"),
     )
     tree = Tree(head)
     tree.add(Text(e.reason))
@@ -74,7 +97,7 @@ def _entry(e: EntryVerdict) -> Tree | Text:
 
 
 def _flag(f: FlagReport) -> Group:
-    parts: list[object] = [
+    parts: list[RenderableType] = [
         Text.assemble(
             ("flag ", "bold"),
             (f.qualname, "bold cyan"),
@@ -92,10 +115,10 @@ def _flag(f: FlagReport) -> Group:
         for s in f.setters:
             t.add_row(
                 s.function,
-                s.kind,
+                s.kind.value,
                 s.value,
                 f"{s.location.path}:{s.location.line}",
-                ", ".join(s.hazards) or "-",
+                ", ".join(kind.value for kind in s.hazards) or "-",
             )
         parts.append(t)
     if f.hazards:
@@ -106,26 +129,47 @@ def _flag(f: FlagReport) -> Group:
         for h in f.hazards:
             t.add_row(
                 h.code,
-                h.kind,
+                h.kind.value,
                 h.function,
                 f"{h.location.path}:{h.location.line}",
-                h.message.partition(": ")[2] or h.message,
+                h.detail or h.summary,
             )
         parts.append(t)
     parts.append(Text(f"{len(f.readers)} read site(s) of the flag", style="dim"))
-    return Group(*parts)  # type: ignore[arg-type]
+    return Group(*parts)
 
 
-def render(report: AnalysisReport, console: Console) -> None:
+def render(report: AnalysisReport, options: RenderOptions) -> Iterator[str]:
+    """The report laid out by rich for the destination ``options`` describes, handed on
+    flag by flag (rich writes into a buffer; the CLI writes the text where it goes)."""
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=options.width,
+        color_system=options.terminal,
+        force_terminal=options.terminal is not None,
+        no_color=not options.color,
+        legacy_windows=False,
+        highlight=False,
+    )
     for f in report.flags:
         console.print(_flag(f))
         console.print()
+        yield _take(buffer)
     for d in report.errors:
-        where = d.path if d.line is None else f"{d.path}:{d.line}"
-        console.print(Text(f"error: {where}: {d.message}", style="red"))
+        console.print(Text(f"error: {d}", style="red"))
     console.print(
         Text(
             f"{report.files} files, {report.lines} lines analysed in {report.seconds:.1f}s",
             style="dim",
         )
     )
+    yield _take(buffer)
+
+
+def _take(buffer: io.StringIO) -> str:
+    """What was written to ``buffer`` since the last call."""
+    text = buffer.getvalue()
+    buffer.seek(0)
+    buffer.truncate()
+    return text

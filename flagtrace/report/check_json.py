@@ -1,11 +1,15 @@
-"""``--format json``: the stable, versioned machine-readable report."""
+"""``flagtrace check --format json``: the stable, versioned machine-readable report."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from flagtrace.model import AnalysisReport, EntryVerdict, FlagReport, Location, WitnessStep
+
+if TYPE_CHECKING:
+    from flagtrace.report import RenderOptions
 
 VERSION = 1
 
@@ -19,9 +23,9 @@ def _step(s: WitnessStep) -> dict[str, Any]:
         "function": s.function,
         **_where(s.location),
         "column": s.location.column,
-        "step": s.step,
+        "step": s.step.value,
         "callee": s.callee,
-        "resolution": s.resolution,
+        "resolution": s.resolution.value if s.resolution is not None else None,
         "guard": s.guard,
         "code": s.text,
         "before_entry": s.before_entry,
@@ -32,7 +36,7 @@ def _entry(e: EntryVerdict) -> dict[str, Any]:
     return {
         "entry": e.entry,
         "observes_set": e.observes_set,
-        "evidence": e.evidence,
+        "evidence": e.evidence.value,
         "reason": e.reason,
         "witness": [_step(s) for s in e.witness],
         "unresolved_calls": e.unresolved_count,
@@ -48,10 +52,10 @@ def _flag(f: FlagReport) -> dict[str, Any]:
         "setters": [
             {
                 "function": s.function,
-                "kind": s.kind,
+                "kind": s.kind.value,
                 "value": s.value,
                 **_where(s.location),
-                "hazards": list(s.hazards),
+                "hazards": [kind.value for kind in s.hazards],
             }
             for s in f.setters
         ],
@@ -62,7 +66,7 @@ def _flag(f: FlagReport) -> dict[str, Any]:
         "hazards": [
             {
                 "code": h.code,
-                "kind": h.kind,
+                "kind": h.kind.value,
                 "function": h.function,
                 **_where(h.location),
                 "message": h.message,
@@ -73,6 +77,7 @@ def _flag(f: FlagReport) -> dict[str, Any]:
 
 
 def to_dict(report: AnalysisReport) -> dict[str, Any]:
+    """The report as JSON values; enums give their values, so the text is that of version 1."""
     return {
         "version": VERSION,
         "flags": [_flag(f) for f in report.flags],
@@ -85,5 +90,6 @@ def to_dict(report: AnalysisReport) -> dict[str, Any]:
     }
 
 
-def render(report: AnalysisReport) -> str:
-    return json.dumps(to_dict(report), indent=2) + "\n"
+def render(report: AnalysisReport, options: RenderOptions) -> Iterable[str]:
+    """One piece: a check report is small (the call graph is the one that streams)."""
+    return [json.dumps(to_dict(report), indent=2) + "\n"]

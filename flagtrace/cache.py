@@ -244,7 +244,8 @@ class _RecordUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError("a flagtrace cache entry holds no persistent ids")
 
 
-def _header(kind: str) -> bytes:
+def entry_header(kind: str) -> bytes:
+    """The first bytes of every entry of ``kind``: its kind and ``ENCODING``."""
     # not a pickle opcode at the start, so an older flagtrace's plain
     # ``pickle.loads`` fails on it at once (a miss there too)
     return f"flagtrace {kind} cache, encoding {ENCODING}\n".encode()
@@ -252,7 +253,7 @@ def _header(kind: str) -> bytes:
 
 def encode_entry(kind: str, payload: object) -> bytes:
     """``payload`` as stored on disk: the header of ``kind`` and ``ENCODING``, then a pickle."""
-    return _header(kind) + pickle.dumps(payload, protocol=PROTOCOL)
+    return entry_header(kind) + pickle.dumps(payload, protocol=PROTOCOL)
 
 
 def load_entry(kind: str, blob: bytes, types: LoadableTypes) -> object | None:
@@ -260,7 +261,7 @@ def load_entry(kind: str, blob: bytes, types: LoadableTypes) -> object | None:
     anything else: another kind or encoding, a truncated or trailing stream, a
     global outside ``types``, or a load that touched an enum. Runs no code but
     the allowed types' own constructors."""
-    header = _header(kind)
+    header = entry_header(kind)
     if not blob.startswith(header):
         return None
     stream = io.BytesIO(blob)

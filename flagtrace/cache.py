@@ -224,7 +224,7 @@ class _RecordUnpickler(pickle.Unpickler):
     Why a subclass of the C class and not the pure-Python ``pickle._Unpickler``:
     overriding ``find_class`` keeps every other opcode in C, and globals are
     looked up once per class per entry (the pickler memoises them). On SGLang's
-    summaries the Python unpickler took about 7 x as long as ``pickle.loads``;
+    summaries the Python unpickler took about 5 x as long as ``pickle.loads``;
     this one takes the same time (``benchmarks/bench_cache_load.py``).
     """
 

@@ -58,12 +58,13 @@ def load_project(
     on_result: Callable[[IndexResult], None] | None = None,
     on_start: Callable[[int], None] | None = None,
     cache: SummaryCache | None = None,
+    follow_external_symlinks: bool = False,
 ) -> Project:
     """Discover and index ``paths``. ``on_start`` gets the number of files to
     index, then ``on_result`` each result (for progress); with a ``cache``,
     unchanged files are read from it instead of being parsed."""
     start = time.perf_counter()
-    found = discover(paths, exclude)
+    found = discover(paths, exclude, follow_external_symlinks=follow_external_symlinks)
     if on_start is not None:
         on_start(len(found.files))
     results = index_many(
@@ -161,6 +162,7 @@ def analyze(
     on_start: Callable[[int], None] | None = None,
     on_reused: Callable[[int, int], None] | None = None,
     cache: SummaryCache | None = None,
+    follow_external_symlinks: bool = False,
 ) -> AnalysisReport:
     """Analyse ``flags`` in the code under ``paths``.
 
@@ -186,9 +188,16 @@ def analyze(
             on_reused=on_reused,
             cache=cache,
             start=start,
+            follow_external_symlinks=follow_external_symlinks,
         )
     project = load_project(
-        paths, exclude=exclude, jobs=jobs, on_result=on_result, on_start=on_start, cache=cache
+        paths,
+        exclude=exclude,
+        jobs=jobs,
+        on_result=on_result,
+        on_start=on_start,
+        cache=cache,
+        follow_external_symlinks=follow_external_symlinks,
     )
     report, _ = _whole_program(project, flags, entries, reads, jedi_budget, configured_entries)
     return replace(report, seconds=time.perf_counter() - start)
@@ -231,6 +240,7 @@ def _analyze_reusing(
     on_reused: Callable[[int, int], None] | None,
     cache: SummaryCache,
     start: float,
+    follow_external_symlinks: bool = False,
 ) -> AnalysisReport:
     """``analyze`` through the stored reports of ``flagtrace.results``: the exact
     key first (files read and hashed, nothing parsed), then the summary key
@@ -241,7 +251,7 @@ def _analyze_reusing(
 
     stored_results = ResultCache(cache)
     jobs = jobs if jobs is not None else default_jobs()
-    found = discover(paths, exclude)
+    found = discover(paths, exclude, follow_external_symlinks=follow_external_symlinks)
     files = found.files
     if on_start is not None:
         on_start(len(files))

@@ -9,39 +9,72 @@ never reads summaries an older indexer wrote, even if nobody bumped
 ``SUMMARY_FORMAT``).
 
 Layout: ``<directory>/v<SUMMARY_FORMAT>/<first 2 hex>/<key hex>.pkl``, one
-pickle per file holding ``(MAGIC, key, schema, summary, diagnostic, digest)``
-(``digest``: ``index.summary_digest`` of the summary as it was built). Writes go
-to a temporary file in the same directory and are renamed into place, so two
-concurrent runs never see a half-written entry; an entry that does not
-unpickle, or whose stored key or schema differs, is a miss and gets
+entry per file: a header naming the kind of entry and ``ENCODING``, then a
+pickle of ``(MAGIC, key, schema, summary, diagnostic, digest)`` (``digest``:
+``index.summary_digest`` of the summary as it was built). Writes go to a
+temporary file in the same directory and are renamed into place, so two
+concurrent runs never see a half-written entry; an entry whose header,
+stored key or schema differs, or that does not load, is a miss and gets
 overwritten. Only summaries are cached: a file that could not be indexed is
 tried again on the next run, because some of those problems depend on the
 environment (memory, stack depth, ``$FLAGTRACE_MAX_FILE_MB``), not the bytes.
 
 The cache never stops a run: a directory that cannot be written disables it
 for the run with one warning line on stderr, and a failed read is a miss.
-Entries are trusted pickles: point ``--cache-dir`` only at a directory no
-one else can write.
+
+**Reading an entry never runs code** (:func:`load_entry`). The cache
+directory may come from a stranger: a CI cache restored from an earlier job,
+a shared directory. ``pickle.loads`` calls whatever callables a pickle names
+(``os.system``, ``builtins.exec``...), so entries are read by the C unpickler
+with ``find_class`` overridden to hand out only the types of
+:func:`record_types`: the dataclasses and enums of ``flagtrace.model`` (and,
+for stored reports, of ``flagtrace.results``), derived from the modules, so a
+new model type is allowed without anyone listing it. With protocol 5, tuples,
+lists, dicts, sets, frozensets, strings, numbers and ``None`` are opcodes, not
+globals, so no builtin is needed at all; any other global is a miss. What the
+allowed types can still do while loading was checked one by one: calling a
+record class runs its dataclass ``__init__`` (field assignment); calling an
+enum class looks a member up (with more arguments, the functional API refuses
+to extend an enum with members); ``NEWOBJ`` makes an empty record; ``BUILD``
+on a record calls the dataclass ``__setstate__`` (field assignment) and on a
+record *class* fails. ``BUILD`` on an enum member or an enum class would
+rewrite that process-wide singleton, though, and the unpickler has no hook to
+refuse it, so every load is followed by a check of the enums' state (about
+20 microseconds) that puts anything changed back and makes the entry a miss.
+What this does not give is integrity: whoever can write the cache directory
+can still store a wrong summary or report (and a shared directory still lets
+them). It can no longer run code in the process that reads it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import hashlib
+import io
 import os
 import pickle
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+from flagtrace import model
 from flagtrace.model import IndexResult, ModuleSummary, SourceFile
 
 ENV_VARIABLE = "FLAGTRACE_CACHE_DIR"
 MAGIC = "flagtrace-summary"
+#: How entries are encoded on disk (header, envelope, restricted pickle). Bump it
+#: when any of them changes: entries of another encoding are misses, rewritten.
+ENCODING = 2
+#: The pickle protocol of every entry: 5 has opcodes for every container the
+#: records hold (frozensets included), so loading needs no builtin callable.
+PROTOCOL = 5
 _SUFFIX = ".pkl"
 _TEMP_PREFIX = ".tmp-"
 _RESULTS = "results"  # ``flagtrace.results`` keeps whole-run reports here
@@ -87,6 +120,162 @@ def _summary_format() -> int:
 
 def _warn_stderr(message: str) -> None:
     print(f"flagtrace: warning: {message}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------
+# Entries that cannot run code when read
+
+
+def record_types(*modules: ModuleType) -> dict[tuple[str, str], type]:
+    """Every dataclass and enum defined in ``modules``, keyed the way pickle names
+    a class: ``(module, qualified name)``.
+
+    Derived, not listed by hand: a type added to the model has to load from the
+    cache the day it is added, and a forgotten entry in a hand-kept list would
+    make every summary holding it a silent miss (correct, but every run cold).
+    Types a module merely imports (``enum.Enum`` itself) are left out.
+    """
+    table: dict[tuple[str, str], type] = {}
+    for module in modules:
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and value.__module__ == module.__name__
+                and (dataclasses.is_dataclass(value) or issubclass(value, enum.Enum))
+            ):
+                table[(value.__module__, value.__qualname__)] = value
+    return table
+
+
+class _EnumState:
+    """What a pickle could change in the allowed enums, to notice and undo it.
+
+    Why: ``BUILD`` on an object sets attributes on it, and the unpickler offers
+    no hook to refuse it. On records that is harmless (the ones a pickle makes
+    are its own; on a record *class* the dataclass ``__setstate__`` fails), but
+    an enum member is a process-wide singleton, and an enum class has no
+    ``__setstate__``: a pickle could rewrite ``GuardKind.IF.value``, or replace
+    ``CallKind.implicit``, for the rest of the run. Comparing the state after
+    every load costs about 20 microseconds.
+    """
+
+    __slots__ = ("_classes", "_members")
+
+    def __init__(self, types: Iterable[type]) -> None:
+        enums = [t for t in types if issubclass(t, enum.Enum)]
+        self._classes = [(e, self._type_slots(e), dict(vars(e))) for e in enums]
+        self._members = [(m, type(m), dict(vars(m))) for e in enums for m in e]
+
+    @staticmethod
+    def _type_slots(cls: type) -> tuple[object, ...]:
+        # what ``setattr`` can change on a class outside its ``__dict__``
+        return (cls.__name__, cls.__qualname__, cls.__bases__, type(cls))
+
+    def restore(self) -> bool:
+        """Put back whatever changed since the snapshot; True if nothing had."""
+        intact = True
+        for member, member_type, state in self._members:
+            if type(member) is not member_type or vars(member) != state:
+                intact = False
+                object.__setattr__(member, "__class__", member_type)
+                vars(member).clear()
+                vars(member).update(state)
+        for cls, slots, state in self._classes:
+            current = vars(cls)
+            if self._type_slots(cls) != slots or current != state:
+                intact = False
+                name, qualname, bases, metaclass = slots
+                if type(cls) is not metaclass:
+                    object.__setattr__(cls, "__class__", metaclass)
+                type.__setattr__(cls, "__name__", name)
+                type.__setattr__(cls, "__qualname__", qualname)
+                if cls.__bases__ != bases:
+                    type.__setattr__(cls, "__bases__", bases)
+                for attribute in [a for a in current if a not in state]:
+                    type.__delattr__(cls, attribute)
+                for attribute, value in state.items():
+                    if current.get(attribute, _ABSENT) is not value:
+                        type.__setattr__(cls, attribute, value)
+        return intact
+
+
+_ABSENT = object()
+
+
+class LoadableTypes:
+    """The only globals an entry may name: ``record_types(*modules)``, with a
+    snapshot of their enums (see ``_EnumState``)."""
+
+    __slots__ = ("table", "_enums")
+
+    def __init__(self, *modules: ModuleType) -> None:
+        self.table: Mapping[tuple[str, str], type] = record_types(*modules)
+        self._enums = _EnumState(self.table.values())
+
+    def restore(self) -> bool:
+        return self._enums.restore()
+
+
+class _RecordUnpickler(pickle.Unpickler):
+    """The C unpickler (``_pickle.Unpickler``), but globals come only from a table.
+
+    Why a subclass of the C class and not the pure-Python ``pickle._Unpickler``:
+    overriding ``find_class`` keeps every other opcode in C, and globals are
+    looked up once per class per entry (the pickler memoises them). On SGLang's
+    summaries the Python unpickler took about 5 x as long as ``pickle.loads``;
+    this one takes the same time (``benchmarks/bench_cache_load.py``).
+    """
+
+    __slots__ = ("_table",)
+
+    def __init__(self, file: io.BytesIO, table: Mapping[tuple[str, str], type]) -> None:
+        super().__init__(file, fix_imports=False)
+        self._table = table
+
+    def find_class(self, module_name: str, global_name: str, /) -> Any:
+        found = self._table.get((module_name, global_name))
+        if found is None:
+            raise pickle.UnpicklingError(f"{module_name}.{global_name} is not a flagtrace record")
+        return found
+
+    def persistent_load(self, pid: Any, /) -> Any:
+        raise pickle.UnpicklingError("a flagtrace cache entry holds no persistent ids")
+
+
+def entry_header(kind: str) -> bytes:
+    """The first bytes of every entry of ``kind``: its kind and ``ENCODING``."""
+    # not a pickle opcode at the start, so an older flagtrace's plain
+    # ``pickle.loads`` fails on it at once (a miss there too)
+    return f"flagtrace {kind} cache, encoding {ENCODING}\n".encode()
+
+
+def encode_entry(kind: str, payload: object) -> bytes:
+    """``payload`` as stored on disk: the header of ``kind`` and ``ENCODING``, then a pickle."""
+    return entry_header(kind) + pickle.dumps(payload, protocol=PROTOCOL)
+
+
+def load_entry(kind: str, blob: bytes, types: LoadableTypes) -> object | None:
+    """The payload ``encode_entry(kind, payload)`` stored, or None (a miss) for
+    anything else: another kind or encoding, a truncated or trailing stream, a
+    global outside ``types``, or a load that touched an enum. Runs no code but
+    the allowed types' own constructors."""
+    header = entry_header(kind)
+    if not blob.startswith(header):
+        return None
+    stream = io.BytesIO(blob)
+    stream.seek(len(header))
+    try:
+        payload: object = _RecordUnpickler(stream, types.table).load()
+        complete = not stream.read(1)
+    except Exception:  # truncated, garbage, a global that is not allowed...
+        payload, complete = None, False
+    if not types.restore() or not complete:
+        return None
+    return payload
+
+
+#: What a summary entry may hold: the model's records and enums.
+SUMMARY_TYPES = LoadableTypes(model)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,10 +362,7 @@ class SummaryCache:
                 blob = fh.read()
         except OSError:
             return None
-        try:
-            entry = pickle.loads(blob)
-        except Exception:  # truncated, garbage, a class that no longer exists...
-            return None
+        entry = load_entry("summary", blob, SUMMARY_TYPES)
         if not (isinstance(entry, tuple) and len(entry) == 6):
             return None
         magic, stored_key, stored_schema, summary, diagnostic, digest = entry
@@ -198,7 +384,7 @@ class SummaryCache:
         if not self.enabled or result.summary is None or result.digest is None:
             return False
         entry = (MAGIC, key, self.schema, result.summary, None, result.digest)
-        return atomic_write(self.path_for(key), pickle.dumps(entry, protocol=5))
+        return atomic_write(self.path_for(key), encode_entry("summary", entry))
 
     def ensure_writable(self) -> bool:
         """Check once that entries can be written; otherwise disable the cache with a warning."""

@@ -119,6 +119,11 @@ def _common_options(f: Any) -> Any:
         metavar="SECONDS",
         help="Time jedi may spend settling calls flagtrace cannot resolve (0: never; default 5).",
     )(f)
+    f = click.option(
+        "--follow-external-symlinks",
+        is_flag=True,
+        help="Read symlinks whose targets lie outside PATHS (by default: an error, not read).",
+    )(f)
     return f
 
 
@@ -138,6 +143,7 @@ def callgraph_cmd(
     jedi_budget: float | None,
     cache_dir: Path | None,
     no_cache: bool,
+    follow_external_symlinks: bool,
 ) -> None:
     """Write the call graph of PATHS (PyCG JSON, flagtrace JSON or Graphviz dot)."""
     from flagtrace.api import build_callgraph, load_project
@@ -151,6 +157,7 @@ def callgraph_cmd(
         cache=_cache(cache_dir, no_cache),
         on_start=status.on_start,
         on_result=status.on_result,
+        follow_external_symlinks=follow_external_symlinks,
     )
     _print_diagnostics(project.diagnostics)
     if not project.summaries:
@@ -213,6 +220,7 @@ def check_cmd(
     jedi_budget: float | None,
     cache_dir: Path | None,
     no_cache: bool,
+    follow_external_symlinks: bool,
 ) -> None:
     """Can an entry point run while FLAG is set? Proof, and the setters' hazards."""
     from flagtrace.api import analyze
@@ -237,6 +245,7 @@ def check_cmd(
         on_start=status.on_start,
         on_result=status.on_result,
         on_reused=status.on_reused,
+        follow_external_symlinks=follow_external_symlinks,
     )
     status.close()
     reporter = CHECK[fmt]

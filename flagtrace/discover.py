@@ -33,6 +33,19 @@ claiming one module, a given directory without Python files, a ``.py`` symlink
 that loops or dangles) become :class:`~flagtrace.model.Diagnostic` values and
 the walk goes on: one bad directory must not hide the rest of a codebase.
 Empty files and empty directories inside a walk are not problems.
+
+**Reads stay inside the given paths.** The tree may be a stranger's pull
+request, analysed in a CI job that holds secrets, and a witness quotes source
+lines into a report that may become a public comment. A symlink met in a walk
+(to a file or a directory) whose target, fully resolved, lies outside every
+given path (each resolved too) is therefore not read: it is one diagnostic
+that names what the link says, and the walk goes on. Links between the given
+paths work as before. The given paths themselves are the caller's words, not
+the tree's, so they are resolved and followed wherever they lead: a bot that
+analyses an untrusted checkout should name the checkout (``.``), not a path
+inside it that the checkout could have replaced by a link.
+``follow_external_symlinks=True`` (``--follow-external-symlinks``) restores
+following every link.
 """
 
 from __future__ import annotations
@@ -93,16 +106,24 @@ class Discovery:
     diagnostics: tuple[Diagnostic, ...]
 
 
-def discover(paths: Sequence[str | os.PathLike[str]], exclude: Sequence[str] = ()) -> Discovery:
+def discover(
+    paths: Sequence[str | os.PathLike[str]],
+    exclude: Sequence[str] = (),
+    *,
+    follow_external_symlinks: bool = False,
+) -> Discovery:
     """Find the Python files under ``paths`` and name their modules.
 
     ``exclude`` holds fnmatch patterns matched against each file's or
     directory's path relative to the given path it was found under, its path
     as displayed, and its bare name (``tests/*``, ``*_pb2.py``, ``build``).
     When two files claim one module, the first in argument order wins, as the
-    first ``sys.path`` entry would.
+    first ``sys.path`` entry would. A symlink in a walk whose target lies
+    outside every given path is a diagnostic, not read, unless
+    ``follow_external_symlinks``.
     """
-    collector = _Collector(exclude)
+    roots = None if follow_external_symlinks else _real_roots(paths)
+    collector = _Collector(exclude, roots)
     for given in paths:
         _discover_path(Path(os.fspath(given)), collector)
     return collector.result()
@@ -184,11 +205,13 @@ class _Collector:
 
     Visited directories and files are keyed by real path, so a symlinked
     directory is followed once and a symlink loop ends; the same file reached
-    twice (two given paths, a link) is reported once.
+    twice (two given paths, a link) is reported once. ``roots`` are the real
+    paths links may lead into (None: anywhere).
     """
 
-    def __init__(self, exclude: Iterable[str]) -> None:
+    def __init__(self, exclude: Iterable[str], roots: tuple[str, ...] | None = None) -> None:
         self.patterns = tuple(_normalise_pattern(pattern) for pattern in exclude)
+        self.roots = roots
         self.visited_dirs: set[str] = set()
         self.seen_files: set[str] = set()
         self.by_module: dict[str, SourceFile] = {}
@@ -224,6 +247,24 @@ class _Collector:
 
     def problem(self, path: Path, message: str) -> None:
         self.diagnostics.append(Diagnostic(str(path), None, message))
+
+    def escapes(self, link: Path) -> bool:
+        """Whether the symlink ``link`` leads outside the given paths; if so, say so.
+
+        The diagnostic names the target as the link spells it, not as it
+        resolves: it then tells nothing about the machine that the tree did not
+        already say, so it can be quoted anywhere.
+        """
+        if self.roots is None:
+            return False
+        real = os.path.realpath(link)
+        if any(_within(real, root) for root in self.roots):
+            return False
+        target = _printable(_link_target(str(link)))
+        self.problem(
+            link, f"symbolic link to a target outside the analysed paths ({target}); {_NOT_READ}"
+        )
+        return True
 
     def result(self) -> Discovery:
         files = sorted(self.by_module.values(), key=lambda f: (f.module, f.path))
@@ -279,36 +320,43 @@ def _walk(directory: _Dir, collector: _Collector) -> None:
     except OSError as error:
         collector.problem(directory.path, _describe(error))
         return
-    subdirectories = [entry.name for entry in entries if _is_dir(entry)]
-    files = [entry.name for entry in entries if entry.name.endswith(".py") and _is_file(entry)]
+    subdirectories = [(entry.name, _is_symlink(entry)) for entry in entries if _is_dir(entry)]
+    files = [
+        (entry.name, _is_symlink(entry))
+        for entry in entries
+        if entry.name.endswith(".py") and _is_file(entry)
+    ]
     for entry in entries:
         if _is_symlink(entry) and not _is_dir(entry) and not _is_file(entry):
             _bad_link(directory, entry, collector)
-    for name in subdirectories:
-        _enter(directory, name, collector)
-    for name in files:
-        _take(directory, name, collector)
+    for name, link in subdirectories:
+        _enter(directory, name, link, collector)
+    for name, link in files:
+        _take(directory, name, link, collector)
 
 
-def _enter(parent: _Dir, name: str, collector: _Collector) -> None:
-    """Walk into a subdirectory, unless it is skipped, excluded or unimportable."""
+def _enter(parent: _Dir, name: str, link: bool, collector: _Collector) -> None:
+    """Walk into a subdirectory, unless it is skipped, excluded or unimportable,
+    or a ``link`` that leads outside the given paths."""
     path = parent.path / name
     rel = parent.rel_of(name)
     if collector.excluded(rel, path.as_posix(), name) or skipped_directory(path):
         return
     if name in INSTALL_DIR_NAMES or (name == "src" and not parent.in_package):
         if not (path / INIT).is_file():
-            _walk(_Dir(path, rel, "", path, in_package=False), collector)
+            if not (link and collector.escapes(path)):
+                _walk(_Dir(path, rel, "", path, in_package=False), collector)
             return
-    if not is_module_component(name):
+    if not is_module_component(name) or (link and collector.escapes(path)):
         return
     is_package = (path / INIT).is_file()
     child = _Dir(path, rel, parent.module(name), parent.root, parent.in_package or is_package)
     _walk(child, collector)
 
 
-def _take(parent: _Dir, name: str, collector: _Collector) -> None:
-    """Record one ``.py`` file found by the walk, unless excluded or unimportable."""
+def _take(parent: _Dir, name: str, link: bool, collector: _Collector) -> None:
+    """Record one ``.py`` file found by the walk, unless excluded or unimportable,
+    or a ``link`` that leads outside the given paths."""
     path = parent.path / name
     if collector.excluded(parent.rel_of(name), path.as_posix(), name):
         return
@@ -318,7 +366,7 @@ def _take(parent: _Dir, name: str, collector: _Collector) -> None:
         stem = name[: -len(".py")]
         module = parent.module(stem) if is_module_component(stem) else ""
         is_package = False
-    if module:
+    if module and not (link and collector.escapes(path)):
         collector.add(SourceFile(str(path), module, str(parent.root), is_package))
 
 
@@ -337,11 +385,34 @@ def _bad_link(parent: _Dir, entry: os.DirEntry[str], collector: _Collector) -> N
     except OSError as error:
         if error.errno == errno.ELOOP:
             collector.problem(path, "symbolic link loop; ignored")
+        elif collector.escapes(path):
+            pass  # said so; whether the target exists outside is none of the report's business
         elif isinstance(error, FileNotFoundError):
-            target = _link_target(entry.path)
+            target = _printable(_link_target(entry.path))
             collector.problem(path, f"broken symbolic link (to {target}); ignored")
         else:
             collector.problem(path, f"{_describe(error)}; ignored")
+
+
+_NOT_READ = "not read (--follow-external-symlinks reads it)"
+
+
+def _real_roots(paths: Sequence[str | os.PathLike[str]]) -> tuple[str, ...]:
+    """The given paths, fully resolved: where a link met in a walk may lead."""
+    return tuple(os.path.realpath(os.fspath(path)) for path in paths)
+
+
+def _within(real: str, root: str) -> bool:
+    """Whether the resolved path ``real`` is ``root`` or below it."""
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _printable(text: str) -> str:
+    """``text`` with control and undecodable characters escaped, so that a link
+    target cannot break the one-line diagnostic (or forge a second one)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _link_target(path: str) -> str:

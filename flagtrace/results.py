@@ -27,6 +27,11 @@ stored (jedi works within a time budget, so its answers depend on the machine).
 Layout under the summary cache's directory: ``results/v<FORMAT>/<2 hex>/<key>.pkl``
 for reports and ``results/v<FORMAT>/manifests/<identity>.pkl``; atomic writes,
 and anything unreadable or foreign is a miss.
+
+Entries are written and read like the summary cache's (``cache.encode_entry``,
+``cache.load_entry``): reading one never runs code, because the unpickler
+hands out only the records and enums of ``flagtrace.model`` and the records
+of this module (``FileState``); any other global makes the entry a miss.
 """
 
 from __future__ import annotations
@@ -34,18 +39,28 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from flagtrace.cache import _RESULTS, SummaryCache, atomic_write
+from flagtrace import model
+from flagtrace.cache import (
+    _RESULTS,
+    LoadableTypes,
+    SummaryCache,
+    atomic_write,
+    encode_entry,
+    load_entry,
+)
 from flagtrace.model import AnalysisReport, Diagnostic, SourceFile
 
-FORMAT = 1
+#: The layout and encoding of stored reports (2: ``cache.encode_entry``, read
+#: without running code; 1 was plain pickles, left behind in ``results/v1``).
+FORMAT = 2
 MAGIC = "flagtrace-result"
+KIND = "report"
 #: Stored reports kept per cache directory; the oldest go first.
 KEEP = 64
 
@@ -162,7 +177,11 @@ class ResultCache:
         if not (isinstance(entry, tuple) and len(entry) == 4 and entry[:2] == (MAGIC, key)):
             return None
         report, files = entry[2], entry[3]
-        if not isinstance(report, AnalysisReport) or not isinstance(files, tuple):
+        if not (
+            isinstance(report, AnalysisReport)
+            and isinstance(files, tuple)
+            and all(isinstance(f, FileState) for f in files)
+        ):
             return None
         return Stored(report, files)
 
@@ -172,20 +191,25 @@ class ResultCache:
         if not self.enabled:
             return
         for key in set(keys):
-            atomic_write(self._path(key), pickle.dumps((MAGIC, key, report, files), protocol=5))
+            atomic_write(self._path(key), encode_entry(KIND, (MAGIC, key, report, files)))
         self._prune()
 
     def manifest(self, identity: str) -> dict[str, FileState]:
         """The files of this identity's last run, by content key."""
         entry = self._load(self._manifest_path(identity))
-        if not (isinstance(entry, tuple) and len(entry) == 3 and entry[:2] == (MAGIC, identity)):
+        if not (
+            isinstance(entry, tuple)
+            and len(entry) == 3
+            and entry[:2] == (MAGIC, identity)
+            and isinstance(entry[2], tuple)
+        ):
             return {}
         return {f.content_key: f for f in entry[2] if isinstance(f, FileState) and f.content_key}
 
     def put_manifest(self, identity: str, files: tuple[FileState, ...]) -> None:
         if self.enabled:
             atomic_write(
-                self._manifest_path(identity), pickle.dumps((MAGIC, identity, files), protocol=5)
+                self._manifest_path(identity), encode_entry(KIND, (MAGIC, identity, files))
             )
 
     def _load(self, path: Path) -> object:
@@ -193,9 +217,10 @@ class ResultCache:
             return None
         try:
             with open(path, "rb") as fh:
-                return pickle.loads(fh.read())
-        except Exception:  # missing, truncated, garbage, a class that no longer exists
+                blob = fh.read()
+        except OSError:
             return None
+        return load_entry(KIND, blob, report_types())
 
     def _prune(self) -> None:
         """Keep the newest ``KEEP`` reports (manifests are one per identity)."""
@@ -211,3 +236,10 @@ class ResultCache:
                 path.unlink()
             except OSError:
                 pass
+
+
+@lru_cache(maxsize=1)
+def report_types() -> LoadableTypes:
+    """What a stored report or manifest may hold: the model's records and enums,
+    and this module's (``FileState``); made on first use, once they exist."""
+    return LoadableTypes(model, sys.modules[__name__])

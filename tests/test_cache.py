@@ -18,7 +18,16 @@ from pathlib import Path
 import pytest
 
 from flagtrace.api import Project, build_callgraph, load_project
-from flagtrace.cache import ENV_VARIABLE, MAGIC, SummaryCache, default_directory, schema
+from flagtrace.cache import (
+    ENV_VARIABLE,
+    MAGIC,
+    SUMMARY_TYPES,
+    SummaryCache,
+    default_directory,
+    encode_entry,
+    load_entry,
+    schema,
+)
 from flagtrace.cli import main
 from flagtrace.index import SUMMARY_FORMAT, summary_digest
 from flagtrace.model import IndexResult
@@ -123,7 +132,9 @@ def test_entries_live_under_the_summary_format_and_the_key(tmp_path: Path) -> No
         assert entry.parent.parent == cache_dir / f"v{SUMMARY_FORMAT}"
         assert entry.parent.name == entry.stem[:2]
         assert len(entry.stem) == 64
-        magic, key, stored_schema, summary, diagnostic, digest = pickle.loads(entry.read_bytes())
+        stored = load_entry("summary", entry.read_bytes(), SUMMARY_TYPES)
+        assert isinstance(stored, tuple)
+        magic, key, stored_schema, summary, diagnostic, digest = stored
         assert (magic, key, stored_schema) == (MAGIC, entry.stem, schema())
         assert summary is not None and summary.path.endswith(".py") and diagnostic is None
         assert digest == summary_digest(summary)
@@ -246,10 +257,11 @@ def test_corrupt_entries_are_ignored_and_rebuilt(tmp_path: Path) -> None:
     truncated = by_name["mod0.py"]
     truncated.write_bytes(truncated.read_bytes()[:100])
     by_name["mod1.py"].write_bytes(b"\x00garbage, not a pickle\xff" * 10)
-    by_name["mod2.py"].write_bytes(pickle.dumps({"not": "an entry"}, protocol=5))
+    by_name["mod2.py"].write_bytes(encode_entry("summary", {"not": "an entry"}))
     by_name["mod3.py"].write_bytes(b"")
+    by_name["state.py"].write_bytes(pickle.dumps({"a plain": "pickle"}, protocol=5))
     project, results = load([pkg], SummaryCache(cache_dir))
-    assert reindexed(results) == ["mod0.py", "mod1.py", "mod2.py", "mod3.py"]
+    assert reindexed(results) == ["mod0.py", "mod1.py", "mod2.py", "mod3.py", "state.py"]
     assert project.diagnostics == ()
     assert project.summaries == load([pkg], None)[0].summaries
     # rebuilt in place: the next run hits everything
@@ -265,22 +277,27 @@ def test_entries_of_another_version_or_key_are_ignored_and_overwritten(tmp_path:
     files = {Path(f.path).name: f for f in load_project([str(pkg)]).files}
     paths = {n: cache.path_for(cache.key(f, Path(f.path).read_bytes())) for n, f in files.items()}
 
-    magic, key, _, summary, diagnostic, digest = pickle.loads(paths["mod0.py"].read_bytes())
+    def read(name: str) -> tuple[object, ...]:
+        entry = load_entry("summary", paths[name].read_bytes(), SUMMARY_TYPES)
+        assert isinstance(entry, tuple)
+        return entry
+
+    magic, key, _, summary, diagnostic, digest = read("mod0.py")
     foreign = "flagtrace 0.0.1; summary 0; libcst 0.0; cpython 3.0; indexer 0"
     paths["mod0.py"].write_bytes(
-        pickle.dumps((magic, key, foreign, summary, diagnostic, digest), protocol=5)
+        encode_entry("summary", (magic, key, foreign, summary, diagnostic, digest))
     )
-    other = pickle.loads(paths["mod1.py"].read_bytes())
-    paths["mod1.py"].write_bytes(pickle.dumps((MAGIC, "0" * 64, *other[2:]), protocol=5))
+    other = read("mod1.py")
+    paths["mod1.py"].write_bytes(encode_entry("summary", (MAGIC, "0" * 64, *other[2:])))
     # a summary of another file stored under this key must not be served either
     paths["state.py"].write_bytes(
-        pickle.dumps((MAGIC, paths["state.py"].stem, schema(), summary, None))
+        encode_entry("summary", (MAGIC, paths["state.py"].stem, schema(), summary, None))
     )
 
     _, results = load([pkg], SummaryCache(cache_dir))
     assert reindexed(results) == ["mod0.py", "mod1.py", "state.py"]
-    assert pickle.loads(paths["mod0.py"].read_bytes())[2] == schema()
-    assert pickle.loads(paths["mod1.py"].read_bytes())[1] == paths["mod1.py"].stem
+    assert read("mod0.py")[2] == schema()
+    assert read("mod1.py")[1] == paths["mod1.py"].stem
 
 
 def test_other_summary_formats_are_separate_directories(tmp_path: Path) -> None:
@@ -338,7 +355,8 @@ def test_two_concurrent_runs_both_succeed_and_leave_a_valid_cache(tmp_path: Path
     project, results = load([pkg], SummaryCache(cache_dir))
     assert project.cache_hits == len(project.files) == 62
     for entry in entries(cache_dir):
-        assert pickle.loads(entry.read_bytes())[0] == MAGIC
+        stored = load_entry("summary", entry.read_bytes(), SUMMARY_TYPES)
+        assert isinstance(stored, tuple) and stored[0] == MAGIC
     import json
 
     assert json.loads((tmp_path / "out0.json").read_text()) == pycg(build_callgraph(project))

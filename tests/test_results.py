@@ -3,7 +3,6 @@ they depend on changed, and never when something did."""
 
 from __future__ import annotations
 
-import pickle
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -11,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from flagtrace.api import analyze
-from flagtrace.cache import SummaryCache
+from flagtrace.cache import SummaryCache, load_entry
 from flagtrace.cli import main
 from flagtrace.model import AnalysisReport, IndexResult
+from flagtrace.results import KIND, report_types
 from tests.registry import REPO
 
 STORY = REPO / "fixtures" / "flags" / "sglang_story"
@@ -118,7 +118,7 @@ def test_a_corrupt_stored_report_is_a_miss_and_is_rewritten(tree: Path, tmp_path
         path.write_bytes(path.read_bytes()[:40])  # cut short
     again = Run(tree, tmp_path / "cache")
     assert again.reused == [] and without_time(again.report) == without_time(cold.report)
-    assert all(isinstance(pickle.loads(p.read_bytes()), tuple) for p in stored)
+    assert all(isinstance(load_entry(KIND, p.read_bytes(), report_types()), tuple) for p in stored)
 
 
 def test_no_cache_neither_reads_nor_writes_reports(

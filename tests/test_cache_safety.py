@@ -499,9 +499,9 @@ def test_every_type_in_the_fixtures_cached_summaries_and_reports_is_allowed(
     tmp_path: Path,
 ) -> None:
     cache_dir = tmp_path / "cache"
-    cases = sorted(p.parent for p in FLAGS.glob("*/expected.json"))
+    cases = sorted(p.parent for p in FLAGS.glob("*/case.json"))
     for case in cases:
-        args = json.loads((case / "expected.json").read_text())["args"]
+        args = json.loads((case / "case.json").read_text())["args"]
         out = tmp_path / f"{case.name}.json"
         main(
             [str(case), *args, "-o", str(out), "-q", "--jedi-budget", "0"]

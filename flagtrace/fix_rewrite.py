@@ -110,7 +110,8 @@ def rewrite(source: bytes, repairs: Sequence[Repair], may_reenter: MayReenter) -
         current: dict[int, cst.FunctionDef] = {}
         try:
             for repair, target in members:
-                _apply(repair, target, current, finder.spans, may_reenter)
+                several = len({r.flag for r, _ in members}) > 1
+                _apply(repair, target, current, finder.spans, may_reenter, several)
         except Refused as exc:
             outcomes.extend(Outcome(r, str(exc)) for r, _ in members)
             continue
@@ -287,13 +288,14 @@ def _apply(
     current: dict[int, cst.FunctionDef],
     spans: dict[int, tuple[int, int]],
     may_reenter: MayReenter,
+    several: bool,
 ) -> None:
     """Repair one (setter, flag) on the current versions of the target's functions."""
     setter = current.get(id(target.setter), target.setter)
     # lines are only meaningful on the unchanged tree: read the spelling there
     spelling = _spelling(target.setter, repair, spans)
     if not target.is_class:
-        current[id(target.setter)] = _repair_function(setter, spelling, repair.codes)
+        current[id(target.setter)] = _repair_function(setter, spelling, repair.codes, several)
         return
     assert isinstance(target.unit, cst.ClassDef)
     exit_fn = current.get(id(target.reset), target.reset)
@@ -367,7 +369,7 @@ def _find_reset(body: Sequence[Statement], s: int, reset: Statement, flag: str) 
 
 
 def _repair_function(
-    fn: cst.FunctionDef, spelling: Spelling, codes: frozenset[str]
+    fn: cst.FunctionDef, spelling: Spelling, codes: frozenset[str], several: bool
 ) -> cst.FunctionDef:
     """FT101 and FT102 in a generator context manager or a plain function."""
     writes, found = set_and_reset(fn, spelling)
@@ -382,7 +384,7 @@ def _repair_function(
     holder = _containing_block(fn, set_line)
     body = list(holder.body)
     s = next(i for i, stmt in enumerate(body) if stmt is set_line)
-    prev = _free_name(fn, spelling) if FT102 in codes else None
+    prev = _free_name(fn, spelling, several) if FT102 in codes else None
     try:
         where = _find_reset(body, s, reset_line, name)
     except Refused:
@@ -605,11 +607,12 @@ def _prepend(t: TryNode, mid: list[Statement]) -> TryNode:
     return t.with_changes(leading_lines=blank, body=t.body.with_changes(body=new_body))
 
 
-def _free_name(fn: cst.FunctionDef, spelling: Spelling) -> str:
-    """``prev``, or ``prev_<flag>``..., whichever no name in the function uses."""
+def _free_name(fn: cst.FunctionDef, spelling: Spelling, several: bool) -> str:
+    """``prev``, or ``prev_<flag>``..., whichever no name in the function uses;
+    ``prev_<flag>`` first when the function sets several flags."""
     used = names(fn)
     bare = spelling[-1].lstrip("_") or "flag"
-    for candidate in candidates("prev", bare):
+    for candidate in candidates("prev", bare)[1 if several else 0 :]:
         if candidate not in used:
             return candidate
     raise AssertionError("unreachable: the candidates never run out")

@@ -372,7 +372,7 @@ def run_fix(
         print(f"flagtrace: error: {e}", file=err)
     for n in plan.not_fixed:
         print(f"flagtrace: {n}", file=err)
-    if not quiet:
+    if not quiet and (plan.changes or plan.not_fixed or not errors):
         print(f"flagtrace: {_summary(plan, write)}", file=err)
     if errors:
         return 2

@@ -37,6 +37,7 @@ def _fix(
     repair = Repair(f"pkg.m.{function}", kind, flag, set_line, codes, set_line)
     result = rewrite(source.encode(), [repair], lambda name, returns_self: reenter)
     (outcome,) = result.outcomes
+    compile(result.code, "m.py", "exec", dont_inherit=True)  # whatever it gives compiles
     return result.code.decode(), outcome.refused
 
 
@@ -68,33 +69,31 @@ def test_del_as_the_reset_becomes_a_restore() -> None:
     )
 
 
-def test_an_annotated_set_and_a_set_in_a_with_block_are_repaired_where_they_are() -> None:
+def test_an_annotated_set_through_the_module_in_a_with_block_is_repaired_where_it_is() -> None:
     code, refused = _fix(
         """\
         def f(lock):
-            global FLAG
             with lock:
-                FLAG: bool = True
+                mod.FLAG: bool = True
                 work()
-                FLAG = False
+                mod.FLAG = False
             return 1
         """,
         "f",
-        4,
+        3,
         kind="function",
     )
     assert refused is None
     assert code == textwrap.dedent(
         """\
         def f(lock):
-            global FLAG
             with lock:
-                prev = FLAG
-                FLAG: bool = True
+                prev = mod.FLAG
+                mod.FLAG: bool = True
                 try:
                     work()
                 finally:
-                    FLAG = prev
+                    mod.FLAG = prev
             return 1
         """
     )

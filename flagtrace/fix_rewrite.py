@@ -215,15 +215,20 @@ def _target(finder: _Definitions, repair: Repair) -> _Target:
 
 
 def _nested_units(targets: Sequence[_Target], finder: _Definitions) -> set[int]:
-    """Units that sit inside another unit: the outer rewrite would drop their edits."""
+    """Units with a function inside a function another unit rewrites: the outer
+    rewrite is built from the unchanged inner one, and would drop its edits. (A
+    plain method of a class whose ``__enter__`` is repaired is not nested: only
+    ``__enter__`` and ``__exit__`` are replaced.)"""
     spans = {id(d.node): (d.start, d.end) for d in finder.defs}
     out: set[int] = set()
     for inner in targets:
-        a = spans[id(inner.unit)]
         for outer in targets:
-            b = spans[id(outer.unit)]
-            if outer is not inner and b[0] <= a[0] and a[1] <= b[1] and a != b:
-                out.add(id(inner.unit))
+            if outer is inner:
+                continue
+            for a in {spans[id(inner.setter)], spans[id(inner.reset)]}:
+                for b in {spans[id(outer.setter)], spans[id(outer.reset)]}:
+                    if b[0] <= a[0] and a[1] <= b[1] and a != b:
+                        out.add(id(inner.unit))
     return out
 
 

@@ -271,6 +271,35 @@ def test_a_setter_nested_in_another_setter_waits_for_the_next_run() -> None:
     assert "run flagtrace fix again" in (reasons["pkg.m.outer.inner"] or "")
 
 
+def test_a_plain_setter_method_of_a_repaired_class_is_repaired_too() -> None:
+    source = textwrap.dedent(
+        """\
+        class C:
+            def __enter__(self):
+                global FLAG
+                FLAG = True
+
+            def __exit__(self, *exc):
+                global FLAG
+                FLAG = False
+
+            def run(self, fn):
+                global FLAG
+                FLAG = True
+                fn()
+                FLAG = False
+        """
+    )
+    repairs = [
+        Repair("pkg.m.C.__enter__", "class", "FLAG", 4, frozenset({"FT102"})),
+        Repair("pkg.m.C.run", "function", "FLAG", 12, BOTH),
+    ]
+    result = rewrite(source.encode(), repairs, lambda name, returns_self: False)
+    assert [o.refused for o in result.outcomes] == [None, None]
+    code = result.code.decode()
+    assert "FLAG = self._prev_FLAG" in code and "finally:\n            FLAG = prev" in code
+
+
 def test_a_class_whose_instance_may_be_entered_twice_saves_on_a_stack() -> None:
     source = """\
     class C:

@@ -257,6 +257,62 @@ def check_cmd(
     raise SystemExit(exit_code_for(report))
 
 
+@cli.command("fix")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--flag",
+    "flags",
+    multiple=True,
+    metavar="NAME",
+    help="Flag whose setters to repair (repeatable; default: [tool.flagtrace] flags).",
+)
+@click.option(
+    "--select",
+    multiple=True,
+    metavar="CODES",
+    help="Hazards to repair, comma-separated: FT101, FT102 (default: both).",
+)
+@click.option(
+    "--diff/--write",
+    "diff",
+    default=True,
+    help="Print a unified diff and change nothing (default), or edit the files in place.",
+)
+@click.option(
+    "--exclude", multiple=True, metavar="GLOB", help="Skip paths matching GLOB (repeatable)."
+)
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the summary cache.")
+@click.option("--quiet", "-q", is_flag=True, help="No summary on stderr.")
+def fix_cmd(
+    paths: tuple[Path, ...],
+    flags: tuple[str, ...],
+    select: tuple[str, ...],
+    diff: bool,
+    exclude: tuple[str, ...],
+    jobs: int | None,
+    no_cache: bool,
+    quiet: bool,
+) -> None:
+    """Repair the setters of FLAG: reset in `finally` (FT101), restore the previous value (FT102).
+
+    Exit 1 when there is something to fix (with --write: something it could not fix)."""
+    from flagtrace.fix import run_fix
+
+    raise SystemExit(
+        run_fix(
+            paths,
+            flags,
+            select,
+            write=not diff,
+            exclude=exclude,
+            jobs=jobs,
+            use_cache=not no_cache,
+            quiet=quiet,
+        )
+    )
+
+
 @cli.group("cache")
 def cache_group() -> None:
     """Inspect or empty the cache of per-file summaries."""

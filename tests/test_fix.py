@@ -221,11 +221,13 @@ def test_write_keeps_the_encoding_line_endings_and_indentation(
 
 
 def test_write_keeps_the_file_mode_and_writes_through_a_symlink(tmp_path: Path) -> None:
-    real = _project(tmp_path)
-    real.chmod(0o640)
     link_dir = tmp_path / "linked"
     link_dir.mkdir()
     (link_dir / "__init__.py").write_text("")
+    # the target stays inside the analysed tree (a link out of it is not read),
+    # under a name discovery does not take for a module
+    real = _project(tmp_path).rename(link_dir / "state.py.real")
+    real.chmod(0o640)
     (link_dir / "state.py").symlink_to(real)
     plan = plan_fixes([str(link_dir)], ["FLAG"])
     assert write_changes(plan) == []

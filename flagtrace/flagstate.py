@@ -11,14 +11,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from flagtrace.model import Branch, Flow, Location, TryBlock, WithBlock, WriteStep, YieldStep, walk
+from flagtrace.model import (
+    Branch,
+    Flow,
+    Location,
+    StepKind,
+    TryBlock,
+    WithBlock,
+    WriteStep,
+    YieldStep,
+    walk,
+)
 
 
 @dataclass(frozen=True, slots=True)
 class SetEvent:
     """Where the flag became set: entering a context manager, or a setter call."""
 
-    kind: str  # "enter" | "set"
+    kind: StepKind  # ENTER (a context manager entered) or SET (a setter called)
     function: str
     location: Location
     via: str  # the setter's qualname

@@ -41,6 +41,7 @@ from flagtrace.model import (
     ReturnStep,
     Scope,
     ScopeKind,
+    StepKind,
     TryBlock,
     WithBlock,
     WriteStep,
@@ -232,7 +233,7 @@ class Interpreter:
                 origin = (
                     origin
                     if state.set
-                    else SetEvent("set", scope.qualname, call.location, qn, call.text)
+                    else SetEvent(StepKind.SET, scope.qualname, call.location, qn, call.text)
                 )
             result = join(result, State(unset, set_, origin if set_ else None))
         return result if result is not None else state
@@ -263,7 +264,7 @@ class Interpreter:
             sets = sets_flag(classify_const(value.value), initial)
         else:
             sets = None
-        event = SetEvent("set", scope.qualname, call.location, qn, call.text)
+        event = SetEvent(StepKind.SET, scope.qualname, call.location, qn, call.text)
         if sets is True:
             return State(False, True, event)
         if sets is False:
@@ -322,7 +323,11 @@ class Interpreter:
                 return ctx.entry
             sets = sets_flag(w.kind, self.fx.flag.initial_kind)
             event = SetEvent(
-                "set", scope.qualname, w.location, scope.qualname, f"{self.fx.flag.name} = {w.text}"
+                StepKind.SET,
+                scope.qualname,
+                w.location,
+                scope.qualname,
+                f"{self.fx.flag.name} = {w.text}",
             )
             if sets is True:
                 return State(False, True, event)
@@ -458,7 +463,9 @@ class Interpreter:
             return now
         if before.set and not before.unset:
             return State(now.unset, True, before.origin)
-        return State(now.unset, True, SetEvent("enter", function, location, _setter_name(cm), text))
+        return State(
+            now.unset, True, SetEvent(StepKind.ENTER, function, location, _setter_name(cm), text)
+        )
 
     def _is_flag_write(self, step: WriteStep) -> bool:
         return self.fx.write_of(step) is not None
@@ -520,7 +527,9 @@ class Interpreter:
                 exc = join(
                     exc,
                     State(
-                        unset, True, SetEvent("set", scope.qualname, call.location, qn, call.text)
+                        unset,
+                        True,
+                        SetEvent(StepKind.SET, scope.qualname, call.location, qn, call.text),
                     ),
                 )
             elif unset or set_:

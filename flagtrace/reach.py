@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from flagtrace.flagstate import UNSET, SetEvent, State
 from flagtrace.interpret import Interpreter
-from flagtrace.model import CallKind, Guard, Location, Resolution, ScopeKind
+from flagtrace.model import CallKind, Guard, Location, Resolution, ScopeKind, StepKind
 
 _FAR = (1 << 30, 0)  # the cost of a node the witness search has not reached
 
@@ -263,7 +263,7 @@ class Reach:
         the flag set through what it calls (a transfer inferred over the whole
         call graph, by-name hops and cycles included) is weaker than by-name."""
         ev = hop.set_here
-        if ev is None or ev.kind == "enter" or ev.via in self.i.fx.setters:
+        if ev is None or ev.kind is StepKind.ENTER or ev.via in self.i.fx.setters:
             return 0
         return 2
 

@@ -195,7 +195,7 @@ def _preset(interp: Interpreter, graph: CallGraph) -> tuple[list[WitnessStep], b
                 ends = join(run.exit, run.raised)
                 ev = ends.origin if ends is not None else None
                 if ev is not None:
-                    step = StepKind(ev.kind)
+                    step = ev.kind
                     return [
                         WitnessStep(
                             step, ev.function, ev.location, ev.via, text=ev.text, before_entry=True
@@ -293,9 +293,7 @@ def _witness_steps(interp: Interpreter, w: Witness) -> list[WitnessStep]:
             s.step.sets_flag and s.location == hop.set_here.location for s in out
         ):
             ev = hop.set_here
-            out.append(
-                WitnessStep(StepKind(ev.kind), ev.function, ev.location, ev.via, text=ev.text)
-            )
+            out.append(WitnessStep(ev.kind, ev.function, ev.location, ev.via, text=ev.text))
         out.append(
             WitnessStep(
                 StepKind.CALL,
@@ -310,7 +308,7 @@ def _witness_steps(interp: Interpreter, w: Witness) -> list[WitnessStep]:
     r = w.read
     if r.set_here is not None and not any(s.location == r.set_here.location for s in out):
         ev = r.set_here
-        out.append(WitnessStep(StepKind(ev.kind), ev.function, ev.location, ev.via, text=ev.text))
+        out.append(WitnessStep(ev.kind, ev.function, ev.location, ev.via, text=ev.text))
     out.append(WitnessStep(StepKind.READ, r.function, r.location, r.via, text=interp.fx.flag.name))
     return out
 

@@ -638,7 +638,7 @@ class SetterKind(Word):
 
 
 class HazardKind(Word):
-    """What is wrong with a setter; ``checks.RULES`` gives each its code and explanation."""
+    """What is wrong with a setter; ``rules.RULES`` gives each its code and explanation."""
 
     EXCEPTION_LEAK = "exception-leak"
     NON_REENTRANT = "non-reentrant"

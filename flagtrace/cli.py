@@ -388,8 +388,9 @@ def _print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:
 
 def _render_options(output: Path | None, witnesses: int | None = 3) -> RenderOptions:
     """What the report's destination can show, as rich sees it: a file gets plain text
-    120 columns wide (``COLUMNS`` if set); stdout the terminal's width and colours (none when it is a pipe),
-    with rich's environment overrides (``COLUMNS``, ``NO_COLOR``, ``FORCE_COLOR``...)."""
+    120 columns wide (``COLUMNS`` if set); stdout the terminal's width and colours (none
+    when it is a pipe), with rich's environment overrides (``COLUMNS``, ``NO_COLOR``,
+    ``FORCE_COLOR``...)."""
     from rich.console import Console
 
     if output is None:

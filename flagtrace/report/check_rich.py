@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import io
 import linecache
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -53,6 +54,9 @@ if TYPE_CHECKING:
 
 #: the text is read where it is printed, errors included
 HUMAN = True
+
+#: spaces at the end of a line, before any escape codes that close its styles
+_TRAILING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$")
 
 _STEP_STYLE = {
     StepKind.CALL: "cyan",
@@ -373,15 +377,15 @@ def _flag(f: FlagReport, options: RenderOptions) -> Group:
         parts.append(Text())
         parts.append(
             Text(
-                f"entries that observe it set, by the read they reach and where it was set "
+                f"entries that observe it set, by read and setter "
                 f"({len(groups)} group{'s' if len(groups) != 1 else ''})",
                 style="bold",
             )
         )
-        parts.extend(_group_part(i, g, short) for i, g in enumerate(groups, 1))
+        for i, g in enumerate(groups, 1):
+            parts.extend((_group_part(i, g, short), Text()))
     chosen = _chosen(f, groups, options.witnesses)
     if chosen:
-        parts.append(Text())
         if len(chosen) < len(observing):
             parts.append(
                 Text(
@@ -391,13 +395,13 @@ def _flag(f: FlagReport, options: RenderOptions) -> Group:
                     style="bold",
                 )
             )
-        parts.extend(_witness(e, short) for e in chosen)
+        for e in chosen:
+            parts.extend((_witness(e, short), Text()))
     never = [e for e in f.entries if not e.observes_set]
     if never:
-        parts.append(Text())
-        parts.extend(_never(e, short) for e in never)
+        for e in never:
+            parts.extend((_never(e, short), Text()))
     if f.setters:
-        parts.append(Text())
         parts.append(_setters(f, short))
     if f.hazards:
         parts.append(Text())
@@ -443,7 +447,7 @@ def render(report: AnalysisReport, options: RenderOptions) -> Iterator[str]:
 def _take(buffer: io.StringIO) -> str:
     """What was written to ``buffer`` since the last call, without the spaces rich pads
     lines with (a log or a golden file should not carry them)."""
-    text = "".join(line.rstrip(" ") + "\n" for line in buffer.getvalue().splitlines())
+    text = "".join(_TRAILING.sub(r"\1", line) + "\n" for line in buffer.getvalue().splitlines())
     buffer.seek(0)
     buffer.truncate()
     return text

@@ -234,5 +234,8 @@ def test_rich_hands_the_text_on_flag_by_flag() -> None:
     report = sample_report()
     two = AnalysisReport(report.flags * 2, (), files=1, lines=1)
     pieces = list(CHECK["rich"].render(two, RenderOptions()))
-    assert len(pieces) == 3  # each flag, then the errors and the summary
-    assert pieces[0] == pieces[1] and pieces[0].startswith("1 of 2 entry points")
+    # the answer for each flag, each flag, then the errors and the summary
+    assert len(pieces) == 4
+    answer = "_on: " + pieces[1].partition("\n")[0] + "\n"
+    assert pieces[0] == answer * 2 + "\n"
+    assert pieces[1] == pieces[2] and pieces[1].startswith("1 of 2 entry points")

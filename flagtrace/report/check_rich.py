@@ -429,6 +429,7 @@ def render(report: AnalysisReport, options: RenderOptions) -> Iterator[str]:
         for f in report.flags:
             console.print(Text.assemble((f.qualname.rpartition(".")[2] + ": ", "bold"), answer(f)))
         console.print()
+        yield _take(buffer)
     for f in report.flags:
         console.print(_flag(f, options))
         console.print()

@@ -180,22 +180,13 @@ def callgraph_cmd(
     raise SystemExit(ExitCode.ERROR if project.diagnostics else ExitCode.CLEAN)
 
 
-class _Witnesses(click.ParamType):
+def _witness_count(ctx: click.Context, param: click.Parameter, value: str) -> int | None:
     """``--witnesses``: a count, or ``all`` (None)."""
-
-    name = "N|all"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if value is None or isinstance(value, int):
-            return value
-        if value == "all":
-            return None
-        if value.isdigit():
-            return int(value)
-        self.fail(f"{value!r} is neither a count nor 'all'", param, ctx)
-
-
-_WITNESSES = _Witnesses()
+    if value == "all":
+        return None
+    if value.isdigit():
+        return int(value)
+    raise click.BadParameter(f"{value!r} is neither a count nor 'all'", ctx, param)
 
 
 @cli.command("check")
@@ -226,7 +217,7 @@ _WITNESSES = _Witnesses()
 )
 @click.option(
     "--witnesses",
-    type=_WITNESSES,
+    callback=_witness_count,
     default="3",
     show_default=True,
     metavar="N|all",

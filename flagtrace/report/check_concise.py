@@ -49,8 +49,8 @@ def _observations(flag: str, entries: tuple[EntryVerdict, ...]) -> Iterator[tupl
         key = (_key(read), _key(setting))
         groups.setdefault(key, []).append(e)
         steps[key] = (read, setting)
-    for key, members in groups.items():
-        read, setting = steps[key]
+    for pair, members in groups.items():
+        read, setting = steps[pair]
         first = min(members, key=lambda e: (len(e.witness), e.entry))
         who = first.entry
         if len(members) > 1:

@@ -172,9 +172,11 @@ def test_rich_shows_the_best_witness_of_each_read_and_setter_group() -> None:
     text = _rich(report, RenderOptions(width=100))
     assert text.startswith("4 entry points can run a read of _on while it is set")
     assert "(2 groups)" in text
-    # the larger group first, its entries by witness length, with the evidence when not resolved
-    assert "a      short_by_name (3, by-name), short (4), long (5)" in text
-    assert text.index("short_by_name (3") < text.index("b      other (6)")
+    # the larger group first, its entries module by module, shortest witness first, with the
+    # evidence when it is not "resolved"
+    assert "3 entries, by module:\n" in text and "1 entry, by module:\n" in text
+    assert "a: short_by_name (by-name), short, long\n" in text
+    assert text.index("a: short_by_name") < text.index("b: other\n")
     heads = re.findall(r"^OBSERVES SET (\S+)", text, re.MULTILINE)
     assert heads == ["a.short", "b.other"]  # resolved beats shorter by-name
     assert "witnesses: 2 of 4, the shortest resolved one of each group" in text

@@ -24,9 +24,9 @@ def _format_choices(command: click.Command) -> list[str]:
 
 
 def test_the_formats_of_each_registry() -> None:
-    assert CHECK.names() == ["json", "rich"]
+    assert CHECK.names() == ["concise", "json", "rich"]
     assert CALLGRAPH.names() == ["dot", "json", "pycg"]
-    assert CHECK["rich"].human and not CHECK["json"].human
+    assert CHECK["rich"].human and not CHECK["json"].human and not CHECK["concise"].human
     assert not any(CALLGRAPH[name].human for name in CALLGRAPH.names())
 
 
@@ -58,7 +58,7 @@ def test_a_new_module_in_the_package_is_a_new_format(
     (tmp_path / "_shared.py").write_text("", encoding="utf-8")  # a private helper: no format
     monkeypatch.setattr(report_pkg, "__path__", [*report_pkg.__path__, str(tmp_path)])
     monkeypatch.delitem(sys.modules, "flagtrace.report.check_github_markdown", raising=False)
-    assert CHECK.names() == ["github-markdown", "json", "rich"]
+    assert CHECK.names() == ["concise", "github-markdown", "json", "rich"]
     assert CALLGRAPH.names() == ["dot", "json", "pycg"]
     reporter = CHECK["github-markdown"]
     assert reporter.human

@@ -96,8 +96,10 @@ def test_reporters_load_nothing_but_the_model() -> None:
         "flagtrace.report.callgraph_dot",
         "flagtrace.report.callgraph_json",
         "flagtrace.report.callgraph_pycg",
+        "flagtrace.report.check_concise",
         "flagtrace.report.check_json",
         "flagtrace.report.check_rich",
+        "flagtrace.rules",
         "rich",
     ]
 
@@ -129,5 +131,7 @@ def test_the_cli_describes_the_destination(tmp_path: Path, monkeypatch: pytest.M
     assert _render_options(None) == RenderOptions(77, "256", True)
     monkeypatch.setenv("NO_COLOR", "1")
     assert _render_options(None) == RenderOptions(77, "256", False)
-    # FORCE_COLOR reaches a file too, as it did when rich wrote the file itself
-    assert _render_options(tmp_path / "out.txt") == RenderOptions(120, "256", False)
+    # FORCE_COLOR reaches a file too, as it did when rich wrote the file itself, and so does
+    # COLUMNS (a CI log written with -o is as wide as asked)
+    assert _render_options(tmp_path / "out.txt") == RenderOptions(77, "256", False)
+    assert _render_options(None, witnesses=None).witnesses is None

@@ -180,6 +180,15 @@ def callgraph_cmd(
     raise SystemExit(ExitCode.ERROR if project.diagnostics else ExitCode.CLEAN)
 
 
+def _witness_count(ctx: click.Context, param: click.Parameter, value: str) -> int | None:
+    """``--witnesses``: a count, or ``all`` (None)."""
+    if value == "all":
+        return None
+    if value.isdigit():
+        return int(value)
+    raise click.BadParameter(f"{value!r} is neither a count nor 'all'", ctx, param)
+
+
 @cli.command("check")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
@@ -206,6 +215,15 @@ def callgraph_cmd(
 @click.option(
     "--format", "fmt", type=click.Choice(CHECK.names()), default="rich", show_default=True
 )
+@click.option(
+    "--witnesses",
+    callback=_witness_count,
+    default="3",
+    show_default=True,
+    metavar="N|all",
+    help="Full witnesses per flag in the rich report: the shortest resolved one per read and "
+    "setter (every entry's with --entry).",
+)
 @_common_options
 def check_cmd(
     paths: tuple[Path, ...],
@@ -213,6 +231,7 @@ def check_cmd(
     entries: tuple[str, ...],
     reads: tuple[str, ...],
     fmt: str,
+    witnesses: int | None,
     exclude: tuple[str, ...],
     jobs: int | None,
     output: Path | None,
@@ -249,7 +268,9 @@ def check_cmd(
     )
     status.close()
     reporter = CHECK[fmt]
-    _write(reporter.render(report, _render_options(output)), output)
+    # entries named on the command line each get their witness, as they always did
+    shown = None if entries else witnesses
+    _write(reporter.render(report, _render_options(output, shown)), output)
     if not reporter.human or output is not None:
         _print_diagnostics(report.errors)
     if not quiet:
@@ -356,21 +377,25 @@ def _print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:
         click.echo(f"flagtrace: error: {d}", err=True)
 
 
-def _render_options(output: Path | None) -> RenderOptions:
+def _render_options(output: Path | None, witnesses: int | None = 3) -> RenderOptions:
     """What the report's destination can show, as rich sees it: a file gets plain text
-    120 columns wide; stdout the terminal's width and colours (none when it is a pipe),
-    with rich's environment overrides (``COLUMNS``, ``NO_COLOR``, ``FORCE_COLOR``...)."""
+    120 columns wide (``COLUMNS`` if set); stdout the terminal's width and colours (none
+    when it is a pipe), with rich's environment overrides (``COLUMNS``, ``NO_COLOR``,
+    ``FORCE_COLOR``...)."""
     from rich.console import Console
 
     if output is None:
         console = Console()
     else:
-        console = Console(file=io.StringIO(), width=120, no_color=True)
+        columns = os.environ.get("COLUMNS", "")
+        width = int(columns) if columns.isdigit() and int(columns) > 0 else 120
+        console = Console(file=io.StringIO(), width=width, no_color=True)
     terminals: dict[str | None, Terminal] = {name: name for name in get_args(Terminal)}
     return RenderOptions(
         width=console.width,
         terminal=terminals.get(console.color_system),
         color=not console.no_color,
+        witnesses=witnesses,
     )
 
 

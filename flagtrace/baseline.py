@@ -141,11 +141,11 @@ def apply_baseline(
     the baseline's entries that matched nothing (``report.baseline``). Pure but for
     reading source lines through ``lines``: the review bot reuses it."""
     available = Counter(e.fingerprint for e in baseline.entries)
-    dropped: set[int] = set()
+    dropped: set[tuple[int, str, int]] = set()
     for finding in findings(report, lines):
         digest = finding.fingerprint.digest
         if available[digest] > 0:
             available[digest] -= 1
-            dropped.add(id(finding.subject))
+            dropped.add(finding.key)
     outcome = BaselineOutcome(baseline.path, len(dropped), sum(available.values()))
     return replace(without(report, dropped), baseline=outcome)

@@ -126,6 +126,8 @@ class Finding:
     location: Location
     message: str
     fingerprint: Fingerprint
+    #: where it is in the report: (flag index, "hazard" or "entry", index in that tuple)
+    key: tuple[int, str, int]
 
     @property
     def code(self) -> str:
@@ -157,16 +159,17 @@ def read_location(verdict: EntryVerdict) -> Location | None:
 
 def findings(report: AnalysisReport, lines: SourceLines) -> Iterator[Finding]:
     """Every finding of ``report``, flag by flag: its hazards, then its observing entries."""
-    for flag in report.flags:
-        for hazard in flag.hazards:
+    for f, flag in enumerate(report.flags):
+        for i, hazard in enumerate(flag.hazards):
             yield Finding(
                 flag,
                 hazard,
                 hazard.location,
                 hazard.message,
                 hazard_fingerprint(flag.qualname, hazard, lines),
+                (f, "hazard", i),
             )
-        for verdict in flag.entries:
+        for i, verdict in enumerate(flag.entries):
             if verdict.observes_set:
                 where = read_location(verdict) or flag.location
                 yield Finding(
@@ -175,4 +178,5 @@ def findings(report: AnalysisReport, lines: SourceLines) -> Iterator[Finding]:
                     where,
                     verdict.reason,
                     entry_fingerprint(flag.qualname, verdict, lines),
+                    (f, "entry", i),
                 )

@@ -166,25 +166,29 @@ def apply_suppressions(
     """``report`` without the findings that ``ignore`` (codes) or a comment suppresses;
     ``suppressed`` counts them. Reads the source through ``lines`` and nothing else."""
     pragmas = Pragmas(lines)
-    dropped: set[int] = set()
+    dropped: set[tuple[int, str, int]] = set()
     for finding in findings(report, lines):
         if finding.code in ignore or pragmas.suppressed(finding):
-            dropped.add(id(finding.subject))
+            dropped.add(finding.key)
     if not dropped:
         return report
     return replace(without(report, dropped), suppressed=report.suppressed + len(dropped))
 
 
-def without(report: AnalysisReport, dropped: Collection[int]) -> AnalysisReport:
-    """``report`` without the hazards and entry verdicts whose ``id`` is in ``dropped``
-    (the objects ``fingerprint.findings`` hands out as subjects). A setter keeps a hazard
-    kind in its ``hazards`` only while a hazard of that kind remains for its function."""
-    return replace(report, flags=tuple(_flag_without(f, dropped) for f in report.flags))
+def without(report: AnalysisReport, dropped: Collection[tuple[int, str, int]]) -> AnalysisReport:
+    """``report`` without the findings whose ``Finding.key`` is in ``dropped``. A setter
+    keeps a hazard kind in its ``hazards`` only while a hazard of that kind remains for
+    its function."""
+    return replace(
+        report, flags=tuple(_flag_without(i, f, dropped) for i, f in enumerate(report.flags))
+    )
 
 
-def _flag_without(flag: FlagReport, dropped: Collection[int]) -> FlagReport:
-    hazards = tuple(h for h in flag.hazards if id(h) not in dropped)
-    entries = tuple(e for e in flag.entries if id(e) not in dropped)
+def _flag_without(
+    index: int, flag: FlagReport, dropped: Collection[tuple[int, str, int]]
+) -> FlagReport:
+    hazards = tuple(h for i, h in enumerate(flag.hazards) if (index, "hazard", i) not in dropped)
+    entries = tuple(e for i, e in enumerate(flag.entries) if (index, "entry", i) not in dropped)
     if len(hazards) == len(flag.hazards) and len(entries) == len(flag.entries):
         return flag
     kept = {(h.function, h.kind) for h in hazards}

@@ -9,10 +9,12 @@ A finding is dropped from the report (and so from the exit code) when
 
   - a hazard: the line the hazard points at (the ``yield`` whose body can raise,
     the constant reset, the set that is never undone), or the ``def`` line of
-    the setter it is in. The hazard's line is where the reader of the report
-    is sent; the ``def`` line is there because a setter's hazards point at
-    different lines of it (FT101 at the ``yield``, FT102 at the reset), and one
-    comment on the ``def`` accepts the setter as it is;
+    the setter, or of the function the hazard's line is in (a class setter's
+    FT102 belongs to ``__enter__`` and points into ``__exit__``: either ``def``).
+    The hazard's line is where the reader of the report is sent; the ``def``
+    line is there because a setter's hazards point at different lines of it
+    (FT101 at the ``yield``, FT102 at the reset), and one comment on the
+    ``def`` accepts the setter as it is;
   - an entry observing the flag set (FT001): the read's line (every entry that
     reaches that read) or the entry's ``def`` line (that entry only).
 
@@ -31,7 +33,7 @@ import io
 import re
 import tokenize
 from collections.abc import Collection, Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from flagtrace.fingerprint import Finding, SourceLines, findings
 from flagtrace.model import AnalysisReport, FlagReport, Hazard, Location
@@ -77,7 +79,7 @@ class Pragmas:
     def __init__(self, lines: SourceLines) -> None:
         self.lines = lines
         self._comments: dict[str, dict[int, frozenset[str]]] = {}
-        self._defs: dict[str, list[tuple[str, int, int]]] = {}
+        self._defs: dict[str, list[_Def]] = {}
 
     def at(self, path: str, line: int) -> frozenset[str]:
         return self._file(path).get(line, frozenset())
@@ -96,19 +98,32 @@ class Pragmas:
         return found
 
     def def_line(self, function: str, inside: Location) -> int | None:
-        """The ``def`` line of ``function`` (a qualname), the innermost definition of its
-        name around ``inside``; None when there is none (a lambda, module code)."""
-        if not self._file(inside.path):
-            return None  # no pragma anywhere in the file: no need to parse it
-        defs = self._defs.get(inside.path)
-        if defs is None:
-            defs = _definitions(self.lines.text(inside.path))
-            self._defs[inside.path] = defs
+        """The ``def`` line of ``function`` (a qualname) for a finding at ``inside``: the
+        innermost definition of its name around ``inside``, else a method of that name
+        of the class around ``inside`` (a class setter's FT102 belongs to ``__enter__``
+        but points into ``__exit__``); None when there is none (module code)."""
+        defs = self._definitions(inside.path)
         name = function.rsplit(".", 1)[-1]
-        around = [
-            (start, end) for n, start, end in defs if n == name and start <= inside.line <= end
-        ]
-        return max(around)[0] if around else None
+        line = inside.line
+        named = [d.start for d in defs if d.name == name and d.start <= line <= d.end]
+        if not named:
+            named = [d.start for d in defs if d.name == name and d.owner[0] <= line <= d.owner[1]]
+        return max(named) if named else None
+
+    def enclosing_def(self, inside: Location) -> int | None:
+        """The ``def`` line of the innermost function around ``inside``."""
+        defs = self._definitions(inside.path)
+        around = [d.start for d in defs if d.start <= inside.line <= d.end]
+        return max(around) if around else None
+
+    def _definitions(self, path: str) -> list[_Def]:
+        if not self._file(path):
+            return []  # no pragma anywhere in the file: no need to parse it
+        defs = self._defs.get(path)
+        if defs is None:
+            defs = _definitions(self.lines.text(path))
+            self._defs[path] = defs
+        return defs
 
     def suppressed(self, finding: Finding) -> bool:
         """Is a comment on one of the finding's lines suppressing its code?"""
@@ -121,9 +136,9 @@ class Pragmas:
             first = next((s for s in subject.witness if s.function == subject.entry), None)
             function, inside = subject.entry, first.location if first is not None else None
         if inside is not None:
-            line = self.def_line(function, inside)
-            if line is not None:
-                places.append(Location(inside.path, line))
+            for line in (self.def_line(function, inside), self.enclosing_def(inside)):
+                if line is not None:
+                    places.append(Location(inside.path, line))
         for where in places:
             codes = self.at(where.path, where.line)
             if "*" in codes or finding.code in codes:
@@ -147,17 +162,34 @@ def _comments(text: str) -> list[tuple[int, str]]:
         ]
 
 
-def _definitions(text: str) -> list[tuple[str, int, int]]:
-    """(name, def line, last line) of every function definition of a file."""
+@dataclass(frozen=True, slots=True)
+class _Def:
+    """A function definition: its name, ``def`` line, last line, and the lines of the
+    class it is a method of ((0, 0) for none)."""
+
+    name: str
+    start: int
+    end: int
+    owner: tuple[int, int]
+
+
+def _definitions(text: str) -> list[_Def]:
+    """Every function definition of a file."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return []
-    return [
-        (node.name, node.lineno, node.end_lineno or node.lineno)
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-    ]
+    out: list[_Def] = []
+    nodes: list[tuple[ast.AST, tuple[int, int]]] = [(tree, (0, 0))]
+    while nodes:
+        node, owner = nodes.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append(_Def(node.name, node.lineno, node.end_lineno or node.lineno, owner))
+        inner = (0, 0)
+        if isinstance(node, ast.ClassDef):
+            inner = (node.lineno, node.end_lineno or node.lineno)
+        nodes.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return out
 
 
 def apply_suppressions(

@@ -119,3 +119,31 @@ def test_the_rich_report_says_how_many_were_suppressed(
     code = main(["check", ".", "--flag", "_no_grad", "-q", "--ignore", "FT101,FT102"])
     assert code == 1
     assert "2 finding(s) suppressed" in capsys.readouterr().out
+
+
+def test_a_class_setters_hazard_is_suppressed_on_the_def_it_points_into(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GraphMode's FT102 is the hazard of ``__enter__`` (the setter) but points at the
+    constant reset in ``__exit__``: a comment on either ``def`` line accepts it."""
+    shutil.copytree(CASES / "class_cm" / "pkg", tmp_path / "pkg")
+    monkeypatch.chdir(tmp_path)
+    mode = tmp_path / "pkg" / "mode.py"
+    text = mode.read_text(encoding="utf-8")
+    args = ["check", ".", "--flag", "_graph_mode", "--format", "json", "-q", "--ignore", "FT001"]
+
+    def hazards() -> tuple[list[str], int]:
+        capsys.readouterr()
+        main(args)
+        report = json.loads(capsys.readouterr().out)
+        return [h["code"] for h in report["flags"][0]["hazards"]], report["suppressed"]
+
+    codes, ignored = hazards()  # ignored: the entries' FT001s
+    assert codes == ["FT102"]
+    for line in (
+        "    def __exit__(self, exc_type, exc, tb) -> bool:",
+        '    def __enter__(self) -> "GraphMode":',
+    ):
+        assert line in text
+        mode.write_text(text.replace(line, line + "  # flagtrace: ignore[FT102]"))
+        assert hazards() == ([], ignored + 1)

@@ -203,3 +203,13 @@ def test_writing_a_baseline_keeps_suppressed_findings_out_of_it(
     assert _check(capsys, "--ignore", "FT101", "--write-baseline", "bl.json")[0] == 0
     codes = [e["code"] for e in json.loads((tree / "bl.json").read_text())["findings"]]
     assert sorted(codes) == ["FT001", "FT102"]
+
+
+def test_the_rich_report_says_what_the_baseline_matched(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _check(capsys, "--write-baseline", "bl.json")[0] == 0
+    capsys.readouterr()
+    assert main(["check", ".", "--flag", "_no_grad", "-q", "--baseline", "bl.json"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "baseline bl.json: 3 finding(s) matched and not shown, 0 baseline entries" in out

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from flagtrace.cache import SummaryCache
 from flagtrace.callgraph import CallGraph
 from flagtrace.discover import discover
+from flagtrace.fingerprint import SourceLines
 from flagtrace.index import index_many
 from flagtrace.memory import gc_paused
 from flagtrace.model import (
@@ -29,6 +31,9 @@ from flagtrace.model import (
 )
 from flagtrace.report.callgraph_pycg import pycg
 from flagtrace.resolve import resolve
+
+if TYPE_CHECKING:
+    from flagtrace.baseline import Baseline
 
 
 @dataclass(frozen=True, slots=True)
@@ -411,3 +416,28 @@ def analyze_project(
         seconds=project.seconds + time.perf_counter() - start,
     )
     return report, latest[0]
+
+
+def filter_report(
+    report: AnalysisReport,
+    *,
+    ignore: Collection[str] = (),
+    baseline: Baseline | None = None,
+    lines: SourceLines | None = None,
+) -> AnalysisReport:
+    """The findings a person is to be told about: ``report`` without those its source
+    suppresses (``# flagtrace: ignore[...]``) or whose codes are in ``ignore``, then
+    without those ``baseline`` holds, with the counts of both in the report.
+
+    Applied after the analysis and after the report cache, never stored: a cached report
+    stays valid for any comment, ignored code or baseline, and those are read as they
+    are now. ``lines`` reads the source (the files as the report's paths name them).
+    """
+    from flagtrace.baseline import apply_baseline
+    from flagtrace.suppress import apply_suppressions
+
+    lines = lines if lines is not None else SourceLines()
+    report = apply_suppressions(report, lines, ignore)
+    if baseline is not None:
+        report = apply_baseline(report, baseline, lines)
+    return report

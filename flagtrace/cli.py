@@ -224,6 +224,28 @@ def _witness_count(ctx: click.Context, param: click.Parameter, value: str) -> in
     help="Full witnesses per flag in the rich report: the shortest resolved one per read and "
     "setter (every entry's with --entry).",
 )
+@click.option(
+    "--ignore",
+    "ignore",
+    multiple=True,
+    metavar="CODES",
+    help="Drop findings with these codes everywhere, comma-separated (repeatable; "
+    "adds to [tool.flagtrace] ignore).",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Report and fail only on findings not in this baseline (default: "
+    "[tool.flagtrace] baseline).",
+)
+@click.option(
+    "--write-baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Record today's findings in FILE (exit 0 unless the input has errors).",
+)
 @_common_options
 def check_cmd(
     paths: tuple[Path, ...],
@@ -232,6 +254,9 @@ def check_cmd(
     reads: tuple[str, ...],
     fmt: str,
     witnesses: int | None,
+    ignore: tuple[str, ...],
+    baseline: Path | None,
+    write_baseline: Path | None,
     exclude: tuple[str, ...],
     jobs: int | None,
     output: Path | None,
@@ -242,7 +267,7 @@ def check_cmd(
     follow_external_symlinks: bool,
 ) -> None:
     """Can an entry point run while FLAG is set? Proof, and the setters' hazards."""
-    from flagtrace.api import analyze
+    from flagtrace.api import analyze, filter_report
 
     config = _config(paths)
     flags = flags or config.flags
@@ -250,6 +275,10 @@ def check_cmd(
         raise FlagtraceError(
             "no flag to analyse: pass --flag NAME (or set flags in [tool.flagtrace])"
         )
+    ignored = _ignored_codes(config.ignore, ignore, config.source)
+    accepted = None
+    if write_baseline is None:  # writing one records every finding, whatever the old one held
+        accepted = _load_baseline(baseline if baseline is not None else config.baseline)
     status = _run_status(quiet)
     report = analyze(
         [str(p) for p in paths],
@@ -267,15 +296,64 @@ def check_cmd(
         follow_external_symlinks=follow_external_symlinks,
     )
     status.close()
+    report = filter_report(report, ignore=ignored, baseline=accepted)
     reporter = CHECK[fmt]
     # entries named on the command line each get their witness, as they always did
     shown = None if entries else witnesses
     _write(reporter.render(report, _render_options(output, shown)), output)
     if not reporter.human or output is not None:
         _print_diagnostics(report.errors)
+    if write_baseline is not None:
+        written = _write_baseline(report, write_baseline)
+        if not quiet:
+            click.echo(f"flagtrace: wrote {written} findings to {write_baseline}", err=True)
     if not quiet:
         click.echo(status.summary(len(report.errors)), err=True)
-    raise SystemExit(exit_code_for(report))
+    code = exit_code_for(report)
+    if write_baseline is not None and code is ExitCode.FINDINGS:
+        code = ExitCode.CLEAN  # the findings were just accepted
+    raise SystemExit(code)
+
+
+def _ignored_codes(
+    configured: Sequence[str], given: Sequence[str], source: str | None
+) -> frozenset[str]:
+    """The codes dropped everywhere: ``[tool.flagtrace] ignore`` and ``--ignore``."""
+    from flagtrace.suppress import SuppressionError, check_codes
+
+    try:
+        check_codes(configured)
+    except SuppressionError as exc:
+        raise FlagtraceError(f"{source}: [tool.flagtrace] ignore: {exc}") from None
+    try:
+        return check_codes([*configured, *given])
+    except SuppressionError as exc:
+        raise FlagtraceError(f"--ignore: {exc}") from None
+
+
+def _load_baseline(path: str | Path | None) -> Any:
+    """The baseline to filter by (None: none); a missing or malformed file is one line."""
+    from flagtrace.baseline import BaselineError, load_baseline
+
+    if path is None:
+        return None
+    try:
+        return load_baseline(Path(path))
+    except BaselineError as exc:
+        raise FlagtraceError(str(exc)) from None
+
+
+def _write_baseline(report: AnalysisReport, path: Path) -> int:
+    """Record the findings of ``report`` in ``path``; the number of findings written."""
+    from flagtrace.baseline import make_baseline
+    from flagtrace.fingerprint import SourceLines
+
+    baseline = make_baseline(report, SourceLines())
+    try:
+        path.write_text(baseline.dumps(), encoding="utf-8")
+    except OSError as exc:
+        raise FlagtraceError(f"{path}: cannot write baseline: {exc.strerror or exc}") from None
+    return len(baseline.entries)
 
 
 @cli.command("fix")

@@ -729,9 +729,22 @@ class FlagReport:
 
 
 @record
+class BaselineOutcome:
+    """What a baseline did to a report: ``matched`` findings were in it (and left the
+    report); ``stale`` of its entries matched nothing (fixed, or changed beyond recognition)."""
+
+    path: str
+    matched: int
+    stale: int
+
+
+@record
 class AnalysisReport:
     flags: tuple[FlagReport, ...]
     errors: tuple[Diagnostic, ...]
     files: int = 0
     lines: int = 0
     seconds: float = 0.0
+    #: findings dropped by ``# flagtrace: ignore`` comments and ignored codes
+    suppressed: int = 0
+    baseline: BaselineOutcome | None = None

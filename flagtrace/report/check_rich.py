@@ -441,6 +441,8 @@ def render(report: AnalysisReport, options: RenderOptions) -> Iterator[str]:
         yield _take(buffer)
     for d in report.errors:
         console.print(Text(f"error: {d}", style="red"))
+    for line in _left_out(report):
+        console.print(Text(line, style="dim"))
     console.print(
         Text(
             f"{report.files} files, {report.lines} lines analysed in {report.seconds:.1f}s",
@@ -448,6 +450,20 @@ def render(report: AnalysisReport, options: RenderOptions) -> Iterator[str]:
         )
     )
     yield _take(buffer)
+
+
+def _left_out(report: AnalysisReport) -> list[str]:
+    """The findings the report does not show: suppressed ones, and the baseline's."""
+    out = []
+    if report.suppressed:
+        out.append(f"{report.suppressed} finding(s) suppressed (flagtrace: ignore, ignored codes)")
+    b = report.baseline
+    if b is not None:
+        out.append(
+            f"baseline {b.path}: {b.matched} finding(s) matched and not shown, "
+            f"{b.stale} baseline entr{'y' if b.stale == 1 else 'ies'} no longer match"
+        )
+    return out
 
 
 def _take(buffer: io.StringIO) -> str:

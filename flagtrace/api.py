@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from flagtrace.cache import SummaryCache
-from flagtrace.callgraph import CallGraph
 from flagtrace.discover import discover
 from flagtrace.fingerprint import SourceLines
 from flagtrace.index import index_many
@@ -29,11 +28,10 @@ from flagtrace.model import (
     SourceFile,
     UnresolvedCall,
 )
-from flagtrace.report.callgraph_pycg import pycg
-from flagtrace.resolve import resolve
 
 if TYPE_CHECKING:
     from flagtrace.baseline import Baseline
+    from flagtrace.callgraph import CallGraph
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +105,10 @@ def _project(
 def build_callgraph(project: Project, jedi_budget: float = 0.0) -> CallGraph:
     """Resolve calls and build the graph; with a budget, jedi then settles the
     first unresolved sites it can within that many seconds."""
+    # imported here: a run answered from the report cache loads neither networkx nor the resolver
+    from flagtrace.callgraph import CallGraph
+    from flagtrace.resolve import resolve
+
     with gc_paused():  # see flagtrace.memory: resolution is ~2x faster without the collector
         graph = CallGraph.build(resolve(project.summaries))
     if jedi_budget > 0 and graph.unresolved:
@@ -146,6 +148,8 @@ def settle_with_jedi(
 def callgraph_pycg(paths: Sequence[str], jobs: int = 1) -> dict[str, list[str]]:
     """The call graph of ``paths`` in PyCG's JSON shape (used by the benchmark)."""
     project = load_project(paths, jobs=jobs)
+    from flagtrace.report.callgraph_pycg import pycg
+
     return pycg(build_callgraph(project))
 
 

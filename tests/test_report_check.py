@@ -174,7 +174,7 @@ def test_rich_shows_the_best_witness_of_each_read_and_setter_group() -> None:
     assert "(2 groups)" in text
     # the larger group first, its entries module by module, shortest witness first, with the
     # evidence when it is not "resolved"
-    assert "3 entries, by module:\n" in text and "1 entry, by module:\n" in text
+    assert "3 entries in 1 module:\n" in text and "1 entry in 1 module:\n" in text
     assert "a: short_by_name (by-name), short, long\n" in text
     assert text.index("a: short_by_name") < text.index("b: other\n")
     heads = re.findall(r"^OBSERVES SET (\S+)", text, re.MULTILINE)
@@ -185,6 +185,28 @@ def test_rich_shows_the_best_witness_of_each_read_and_setter_group() -> None:
     every = _rich(report, RenderOptions(width=100, witnesses=None))
     assert len(re.findall(r"^OBSERVES SET ", every, re.MULTILINE)) == 4
     assert "witnesses:" not in every
+
+
+def test_a_large_group_lists_its_largest_modules_and_counts_the_rest() -> None:
+    """78 entries in 40 modules took 80 lines of SGLang's report; by default a group shows the
+    modules with most entries, a few names each, and counts the rest; --witnesses all (like
+    the JSON) lists every entry."""
+    flag = sample_report().flags[0]
+    entries = tuple(
+        _observing(f"pkg.m{m}.f{k}", 3, Evidence.RESOLVED, 60)
+        for m in range(12)
+        for k in range(12 - m)  # module m0 has 12 entries, m11 has 1
+    )
+    report = AnalysisReport((replace(flag, entries=entries),), ())
+    text = _rich(report, RenderOptions(width=100))
+    assert "78 entries in 12 modules:\n" in text
+    listed = re.findall(r"^\s+(m\d+): ", text, re.MULTILINE)
+    assert listed == ["m0", "m1", "m2", "m3", "m4"]  # most entries first
+    assert "m0: f0, f1, f10, f11 and 8 more\n" in text  # names in the order entries are sorted
+    assert "and 28 more in 7 other modules" in text  # 7+6+...+1
+    every = _rich(report, RenderOptions(width=100, witnesses=None))
+    assert len(re.findall(r"^\s+m\d+: ", every, re.MULTILINE)) == 12
+    assert "more in" not in every and "f11" in every
 
 
 def test_rich_cuts_nothing_at_80_columns() -> None:

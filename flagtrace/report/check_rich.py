@@ -309,31 +309,51 @@ def _split(qualname: str) -> tuple[str, str]:
     return ".".join(parts[:cut]), ".".join(parts[cut:])
 
 
-def _group_part(number: int, g: _Group, short: _Short) -> Group:
+#: In a group's listing, at most this many modules and names per module, unless every
+#: witness was asked for (``--witnesses all``): a group of 78 entries in 40 modules took 80
+#: lines at 80 columns, more than the rest of the SGLang report; the JSON lists every entry.
+LISTED_MODULES = 5
+LISTED_NAMES = 4
+
+
+def _group_part(number: int, g: _Group, short: _Short, complete: bool) -> Group:
     """A group's read and setting step, then its entries module by module, each module one
     paragraph: 150 entries in 60 modules take about as many lines as modules, where a row per
-    entry (with names folded at 80 columns) took over 300."""
+    entry (with names folded at 80 columns) took over 300. Unless ``complete``, the modules
+    with most entries come first and the listing stops after a few."""
     label = f"{number}."
     rows = [(Text(f"{label} read", style="bold red"), _step_text(g.read, short))]
     if g.setter is not None:
         set_label = Text(f"{' ' * len(label)} set ", style="bold magenta")
         rows.append((set_label, _step_text(g.setter, short)))
     n = len(g.entries)
-    rows.append(
-        (
-            Text(" " * (len(label) + 5)),
-            Text(f"{n} entr{'ies' if n != 1 else 'y'}, by module:", style="bold"),
-        )
-    )
     by_module: dict[str, list[str]] = {}
     for e in g.entries:
         module, rest = _split(short.name(e.entry))
         evidence = "" if e.evidence is Evidence.RESOLVED else f" ({e.evidence.value})"
         by_module.setdefault(module, []).append(rest + evidence)
-    for module in sorted(by_module):
+    pad = Text(" " * (len(label) + 5))
+    heading = f"{n} entr{'ies' if n != 1 else 'y'} in {len(by_module)} module"
+    heading += "s" if len(by_module) != 1 else ""
+    rows.append((pad, Text(heading + ":", style="bold")))
+    modules = sorted(by_module)
+    if not complete:
+        modules.sort(key=lambda m: -len(by_module[m]))  # stable: ties stay alphabetical
+    shown = modules if complete else modules[:LISTED_MODULES]
+    for module in shown:
+        names = by_module[module]
+        listed = names if complete else names[:LISTED_NAMES]
         text = Text(f"{module}: " if module else "", style="dim")
-        text.append(", ".join(by_module[module]))
-        rows.append((Text(" " * (len(label) + 5)), text))
+        text.append(", ".join(listed))
+        if len(listed) < len(names):
+            text.append(f" and {len(names) - len(listed)} more", style="dim")
+        rows.append((pad, text))
+    if len(shown) < len(modules):
+        hidden = sum(len(by_module[m]) for m in modules[len(shown) :])
+        more = f"and {hidden} more in {len(modules) - len(shown)} other modules"
+        rows.append(
+            (pad, Text(more + " (--witnesses all or --format json lists them)", style="dim"))
+        )
     return Group(_grid(rows))
 
 
@@ -388,7 +408,7 @@ def _flag(f: FlagReport, options: RenderOptions) -> Group:
             )
         )
         for i, g in enumerate(groups, 1):
-            parts.extend((_group_part(i, g, short), Text()))
+            parts.extend((_group_part(i, g, short, options.witnesses is None), Text()))
     chosen = _chosen(f, groups, options.witnesses)
     if chosen:
         if len(chosen) < len(observing):

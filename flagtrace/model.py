@@ -204,19 +204,86 @@ class GuardKind(enum.Enum):
     WHILE = "while"
     EXCEPT = "except"  # ``text`` is the caught type
     CASE = "case"  # ``text`` is ``case PATTERN [if GUARD]``
+    EXIT = "exit"  # ``if C: return`` (raise, continue, break) above: negated
+    ASSERT = "assert"  # ``assert C`` above
+    BOOL = "bool"  # an earlier operand of ``and`` (``or``: negated)
+    IFEXP = "ifexp"  # ``x if C else y`` (``y``: negated)
+    FILTER = "filter"  # a comprehension's ``if C``
+
+
+@record
+class GuardPath:
+    """A name or attribute chain as written: ``cfg.use_fast_path``."""
+
+    path: str
+
+
+@record
+class GuardConst:
+    """A literal: ``True``, ``None``, ``3``, ``'a'`` (its source text)."""
+
+    value: str
+
+
+@record
+class GuardCall:
+    """A call of a name or attribute chain: ``is_cuda()``; ``args`` is their source."""
+
+    path: str
+    args: str = ""
+
+
+@record
+class GuardCompare:
+    """``left OP right`` with one operator (``==``, ``is not``, ``in``, ``<``...)."""
+
+    left: GuardExpr
+    op: str
+    right: GuardExpr
+
+
+@record
+class GuardBool:
+    """``a and b and c`` (``op`` is ``and`` or ``or``), flattened."""
+
+    op: str
+    operands: tuple[GuardExpr, ...]
+
+
+@record
+class GuardNot:
+    operand: GuardExpr
+
+
+@record
+class GuardUnknown:
+    """Anything else (arithmetic, subscripts, calls of calls): only its source."""
+
+    text: str
+
+
+#: The parsed form of a guard's condition, for code that evaluates guards under
+#: assumptions (``--assume``, issue 14): small and closed, so an evaluator can
+#: match every case and treat ``GuardUnknown`` as "could be either".
+GuardExpr = GuardPath | GuardConst | GuardCall | GuardCompare | GuardBool | GuardNot | GuardUnknown
 
 
 @record
 class Guard:
-    """A condition an enclosing ``if``/``elif``/``while``/``else`` puts on a statement.
+    """A condition a statement or expression runs under, within its own scope.
 
-    ``negated`` is True on the else side. ``text`` is the condition's source.
+    ``text`` is the condition's source as written and ``expr`` its parsed form
+    (None for ``except`` and ``case``, whose text is no expression);
+    ``negated`` is True where the condition must be false (the else side, the
+    code after ``if C: return``, the operand after ``C or``). ``kind`` says
+    which construct put it there.
     """
 
     text: str
     line: int
     negated: bool = False
     kind: GuardKind = GuardKind.IF
+    expr: GuardExpr | None = None
 
     def render(self) -> str:
         return f"not ({self.text})" if self.negated else self.text
@@ -339,6 +406,7 @@ class ReadStep:
     name: str
     location: Location
     base: str | None = None  # local alias of the module for ``mod.X``
+    guards: tuple[Guard, ...] = ()  # as on a ``CallSite``
 
 
 @record
@@ -668,6 +736,8 @@ class WitnessStep:
     guard: str | None = None
     text: str = ""
     before_entry: bool = False
+    #: the hop's conditions, each once, as recorded (``guard`` is their display)
+    guards: tuple[Guard, ...] = ()
 
 
 @record

@@ -20,7 +20,11 @@ warm CLI run reuses the stored whole-run report and never searches at all.
 
 How, from the repository root::
 
-    python benchmarks/witness_guards.py --before /work/main --after . --repeat 3
+    python benchmarks/witness_guards.py --before ../main --after . --repeat 3 \
+        --tree ../main/.cache/unpacked/sglang-0.5.9-py3-none-any/sglang
+
+(``--tree`` defaults to this checkout's ``.cache/unpacked/...``, where
+``tests/registry.py`` unpacks the wheel.)
 """
 
 from __future__ import annotations
@@ -62,7 +66,9 @@ print(json.dumps(out))
 def _run(checkout: Path, tree: Path, cache: Path, repeat: int) -> dict[str, object]:
     env = {**os.environ, "PYTHONPATH": str(checkout), "PYTHONHASHSEED": "0"}
     args = [sys.executable, "-c", _DRIVER, str(tree), str(cache), FLAG, VERIFY, str(repeat)]
-    done = subprocess.run(args, env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run(args, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"{checkout}: the timed child failed:\n{done.stderr[-2000:]}")
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -71,7 +77,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", type=Path, required=True, help="checkout before the change")
     parser.add_argument("--after", type=Path, default=Path("."), help="checkout after it")
-    parser.add_argument("--tree", type=Path, default=DEFAULT_TREE / "sglang")
+    parser.add_argument(
+        "--tree", type=Path, default=DEFAULT_TREE / "sglang", help="SGLang 0.5.9's sglang/"
+    )
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per child")
     parser.add_argument("--rounds", type=int, default=2, help="children per checkout, alternating")
     opts = parser.parse_args()

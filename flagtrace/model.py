@@ -722,8 +722,12 @@ class WitnessStep:
     as ``resolution``), ``ENTER`` (``function`` enters the setter context manager
     ``callee``), ``SET`` (``function`` calls the sticky setter ``callee``) or
     ``READ`` (``function`` reads the flag, through the accessor ``callee`` if
-    any). ``guard`` is the rendered conditions of the hop, ``text`` the source of
-    the call (the flag's name for a read). ``before_entry`` marks steps that
+    any). ``guards`` are the conditions the hop runs under in ``function`` (each
+    once: ``if``/``elif``/``else``, ``while``, ``case``, ``except``, early exits
+    and ``assert`` above it, ``and``/``or`` operands, conditional expressions,
+    comprehension filters) and ``guard`` their display, joined with ``and``
+    (a local assigned once shows its value); ``text`` is the source of the call
+    (the flag's name for a read). ``before_entry`` marks steps that
     happen before the entry runs (a sticky setter reachable elsewhere left the
     flag set).
     """

@@ -548,7 +548,10 @@ _EXITS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
 
 def _always_exits(body: cst.BaseSuite) -> bool:
     """The block cannot fall through: its last statement returns, raises,
-    continues or breaks, or is an ``if`` whose every arm (an ``else`` too) does."""
+    continues or breaks, or is a ``with`` whose body cannot fall through, or an
+    ``if`` whose every arm (an ``else`` too) cannot. (A context manager that
+    swallows an exception could let a ``raise`` in its body fall through: the
+    guard then claims a little too much, as a witness guard may.)"""
     if not body.body:
         return False
     last = body.body[-1]
@@ -556,6 +559,8 @@ def _always_exits(body: cst.BaseSuite) -> bool:
         return True
     if isinstance(last, cst.SimpleStatementLine):
         return any(isinstance(small, _EXITS) for small in last.body)
+    if isinstance(last, cst.With):  # ``with lock: ...; return x``
+        return _always_exits(last.body)
     if isinstance(last, cst.If):
         arm: cst.If | cst.Else | None = last
         while isinstance(arm, cst.If):

@@ -251,6 +251,10 @@ def test_exits_guard_only_what_follows_them_in_their_block(tmp_path: Path) -> No
                 else:
                     raise KeyError()
             after_nested()
+            if cfg.f:
+                with lock:
+                    return
+            after_with_exit()
         """,
     )
     assert _guards_of(summary, "before()") == []
@@ -263,6 +267,7 @@ def test_exits_guard_only_what_follows_them_in_their_block(tmp_path: Path) -> No
     assert _guards_of(summary, "after_else()") == ["exit: cfg.c"]
     # an `if` whose every arm exits makes the arm it sits in exit
     assert _guards_of(summary, "after_nested()") == ["exit: cfg.c", "exit: not (cfg.d)"]
+    assert _guards_of(summary, "after_with_exit()")[-1] == "exit: not (cfg.f)"
 
 
 def test_expression_guards_and_their_parsed_form(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 import libcst as cst
 
@@ -30,6 +31,16 @@ from flagtrace.model import (
     Expr,
     Flow,
     FunctionRefExpr,
+    Guard,
+    GuardBool,
+    GuardCall,
+    GuardCompare,
+    GuardConst,
+    GuardExpr,
+    GuardKind,
+    GuardNot,
+    GuardPath,
+    GuardUnknown,
     Location,
     NameExpr,
     OpaqueExpr,
@@ -55,6 +66,18 @@ _SEQUENCES = {
     cst.Set: ContainerKind.SET,
 }
 _Comprehension = cst.ListComp | cst.SetComp | cst.GeneratorExp | cst.DictComp
+_COMPARE_OPS: dict[type[cst.BaseCompOp], str] = {
+    cst.Equal: "==",
+    cst.NotEqual: "!=",
+    cst.LessThan: "<",
+    cst.LessThanEqual: "<=",
+    cst.GreaterThan: ">",
+    cst.GreaterThanEqual: ">=",
+    cst.Is: "is",
+    cst.IsNot: "is not",
+    cst.In: "in",
+    cst.NotIn: "not in",
+}
 
 
 class ExpressionWalker:
@@ -121,6 +144,40 @@ class ExpressionWalker:
             return None
         parts.append(node.value)
         return ".".join(reversed(parts))
+
+    # ---- guards
+
+    def guard(self, test: cst.BaseExpression, kind: GuardKind, negated: bool = False) -> Guard:
+        """The condition ``test`` as a guard: its source and its parsed form."""
+        return Guard(self.src.text(test), self.loc(test).line, negated, kind, self.guard_expr(test))
+
+    def guard_expr(self, node: cst.BaseExpression) -> GuardExpr:
+        """``node`` in the guard vocabulary (``model.GuardExpr``); what it does not
+        cover stays ``GuardUnknown`` with its source, never a guess."""
+        if isinstance(node, cst.Name):
+            return GuardConst(node.value) if node.value in _CONSTANTS else GuardPath(node.value)
+        if isinstance(node, cst.Attribute):
+            path = _path(node)
+            return GuardPath(path) if path else GuardUnknown(self.src.text(node))
+        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)):
+            return GuardConst(node.value)
+        if isinstance(node, cst.Call):
+            path = _path(node.func)
+            if path:
+                return GuardCall(path, ", ".join(self.src.text(a) for a in node.args))
+        elif isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            return GuardNot(self.guard_expr(node.expression))
+        elif isinstance(node, cst.BooleanOperation):
+            op = "and" if isinstance(node.operator, cst.And) else "or"
+            return GuardBool(op, tuple(self.guard_expr(o) for o in _operands(node)))
+        elif isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+            target = node.comparisons[0]
+            return GuardCompare(
+                self.guard_expr(node.left),
+                _COMPARE_OPS[type(target.operator)],
+                self.guard_expr(target.comparator),
+            )
+        return GuardUnknown(self.src.text(node))
 
     def add_call(
         self,
@@ -292,14 +349,9 @@ class ExpressionWalker:
         if type(node) is cst.Lambda:
             return self.lambda_(node)
         if type(node) is cst.IfExp:
-            self.expr(node.test)
-            a = self.expr(node.body)
-            b = self.expr(node.orelse)
-            return OpaqueExpr(self.src.text(node, 80), (a, b))
+            return self.conditional(node)
         if type(node) is cst.BooleanOperation:
-            a = self.expr(node.left)
-            b = self.expr(node.right)
-            return OpaqueExpr(self.src.text(node, 80), (a, b))
+            return self.boolean(node)
         if type(node) is cst.NamedExpr:
             value = self.expr(node.value)
             self.assign(node.target, value, self.src.text(node.value), node.value)
@@ -315,6 +367,30 @@ class ExpressionWalker:
         if type(node) is cst.Ellipsis:
             return ConstExpr("...")
         return self.operation(node)
+
+    def conditional(self, node: cst.IfExp) -> Expr:
+        """``a if c else b``: ``a`` runs under ``c``, ``b`` under ``not c``."""
+        self.expr(node.test)
+        g = self.guard(node.test, GuardKind.IFEXP)
+        with self.within(self.frame.guarded(g)):
+            a = self.expr(node.body)
+        with self.within(self.frame.guarded(replace(g, negated=True))):
+            b = self.expr(node.orelse)
+        return OpaqueExpr(self.src.text(node, 80), (a, b))
+
+    def boolean(self, node: cst.BooleanOperation) -> Expr:
+        """``a and b and c``: each operand runs only if those before it were true
+        (``or``: false), so each is guarded by the ones before it."""
+        negated = isinstance(node.operator, cst.Or)
+        frame = self.frame
+        values: list[Expr] = []
+        operands = _operands(node)
+        for i, operand in enumerate(operands):
+            with self.within(frame):
+                values.append(self.expr(operand))
+            if i + 1 < len(operands):
+                frame = frame.guarded(self.guard(operand, GuardKind.BOOL, negated))
+        return OpaqueExpr(self.src.text(node, 80), tuple(values))
 
     def operation(self, node: cst.BaseExpression) -> Expr:
         """Operators, comparisons, ``not`` and the like: walked for their calls and
@@ -340,19 +416,19 @@ class ExpressionWalker:
         name = node.value
         if name in _CONSTANTS:
             return ConstExpr(name)
-        self.emit(ReadStep(name, self.loc(node)))
+        self.emit(ReadStep(name, self.loc(node), None, self.frame.guards))
         return NameExpr(name)
 
     def attribute(self, node: cst.Attribute, load_attr: bool) -> Expr:
         if isinstance(node.value, cst.Name) and load_attr:
             base_name = node.value.value
             if self.is_import_alias(base_name):
-                self.emit(ReadStep(node.attr.value, self.loc(node), base=base_name))
+                self.emit(ReadStep(node.attr.value, self.loc(node), base_name, self.frame.guards))
                 return AttrExpr(NameExpr(base_name), node.attr.value)
         base = self.expr(node.value)
         dotted = self.import_rooted(node.value) if load_attr else None
         if dotted is not None:  # ``pkg.state.FLAG`` after ``import pkg.state``
-            self.emit(ReadStep(node.attr.value, self.loc(node), base=dotted))
+            self.emit(ReadStep(node.attr.value, self.loc(node), dotted, self.frame.guards))
         return AttrExpr(base, node.attr.value)
 
     def subscript(self, node: cst.Subscript) -> Expr:
@@ -399,16 +475,21 @@ class ExpressionWalker:
         while comp is not None:
             fors.append(comp)
             comp = comp.inner_for_in
+        frame = self.frame  # each ``if`` guards what comes after it
         for c in fors:
-            it = self.expr(c.iter)
-            self.assign(c.target, it, self.src.text(c.iter), c.iter, iterates=True)
+            with self.within(frame):
+                it = self.expr(c.iter)
+                self.assign(c.target, it, self.src.text(c.iter), c.iter, iterates=True)
             for cond in c.ifs:
-                self.expr(cond.test)
-        if isinstance(node, cst.DictComp):
-            self.expr(node.key)
-            value = self.expr(node.value)
-            return self.container(ContainerKind.DICT, (value,), (OpaqueExpr(""),))
-        elt = self.expr(node.elt)
+                with self.within(frame):
+                    self.expr(cond.test)
+                frame = frame.guarded(self.guard(cond.test, GuardKind.FILTER))
+        with self.within(frame):
+            if isinstance(node, cst.DictComp):
+                self.expr(node.key)
+                value = self.expr(node.value)
+                return self.container(ContainerKind.DICT, (value,), (OpaqueExpr(""),))
+            elt = self.expr(node.elt)
         kind = ContainerKind.SET if isinstance(node, cst.SetComp) else ContainerKind.LIST
         return self.container(kind, (elt,))
 
@@ -487,6 +568,31 @@ class ExpressionWalker:
                 name = literal.strip("'\"")
                 text = self.src.text(node.args[2].value)
                 self.emit(WriteStep(name, value.value, text, self.loc(node), base=base))
+
+
+def _path(node: cst.BaseExpression) -> str:
+    """``a.b.c`` for a chain of names and attributes, else ``""``."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return ""
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def _operands(node: cst.BooleanOperation) -> list[cst.BaseExpression]:
+    """The operands of a chain of one operator: ``a and b and c`` is
+    ``(a and b) and c`` to libcst; parenthesised parts stay whole."""
+    op = type(node.operator)
+    out: list[cst.BaseExpression] = []
+    for side in (node.left, node.right):
+        if isinstance(side, cst.BooleanOperation) and type(side.operator) is op and not side.lpar:
+            out.extend(_operands(side))
+        else:
+            out.append(side)
+    return out
 
 
 def _expr_children(node: cst.CSTNode) -> Iterator[cst.BaseExpression]:

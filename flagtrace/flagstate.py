@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from flagtrace.model import (
     Branch,
     Flow,
+    Guard,
     Location,
     StepKind,
     TryBlock,
@@ -66,7 +67,8 @@ class Run:
     """What interpreting one function body from one entry state observed."""
 
     calls: list[tuple[int, State]] = field(default_factory=list)  # (site, state before the call)
-    reads: list[tuple[Location, str | None, State]] = field(default_factory=list)
+    #: (where, accessor or None, state, the read's guards)
+    reads: list[tuple[Location, str | None, State, tuple[Guard, ...]]] = field(default_factory=list)
     exit: State | None = None  # normal returns
     raised: State | None = None  # exceptions leaving the function
     yields: State | None = None

@@ -301,9 +301,9 @@ class Interpreter:
         if t is CallStep:
             site = step.site  # type: ignore[union-attr]
             ctx.run.calls.append((site, state))
-            for acc in self.fx.accessor_callees(scope, site):
-                ctx.run.reads.append((scope.calls[site].location, acc, state))
             call = scope.calls[site]
+            for acc in self.fx.accessor_callees(scope, site):
+                ctx.run.reads.append((call.location, acc, state, call.guards))
             if call.kind is not CallKind.CALL:
                 return state
             entered = self._enter_context_call(scope, site, state)
@@ -313,7 +313,7 @@ class Interpreter:
             return self.apply_call(scope, site, state)
         if t is ReadStep:
             if self.fx.is_flag_read(scope, step):  # type: ignore[arg-type]
-                ctx.run.reads.append((step.location, None, state))  # type: ignore[union-attr]
+                ctx.run.reads.append((step.location, None, state, step.guards))  # type: ignore[union-attr]
             return state
         if t is WriteStep:
             w = self.fx.write_of(step)  # type: ignore[arg-type]

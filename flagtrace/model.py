@@ -63,7 +63,7 @@ def record(cls: type[_T] | None = None, *, order: bool = False) -> Any:
 # --------------------------------------------------------------------------
 # The summary format
 
-SUMMARY_FORMAT = 4  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
+SUMMARY_FORMAT = 5  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
 
 #: The files of ``flagtrace`` whose code decides what a summary holds. The cache
 #: key (``cache.schema``) hashes each of them, so an edited walk never reads
@@ -225,19 +225,86 @@ class GuardKind(enum.Enum):
     WHILE = "while"
     EXCEPT = "except"  # ``text`` is the caught type
     CASE = "case"  # ``text`` is ``case PATTERN [if GUARD]``
+    EXIT = "exit"  # ``if C: return`` (raise, continue, break) above: negated
+    ASSERT = "assert"  # ``assert C`` above
+    BOOL = "bool"  # an earlier operand of ``and`` (``or``: negated)
+    IFEXP = "ifexp"  # ``x if C else y`` (``y``: negated)
+    FILTER = "filter"  # a comprehension's ``if C``
+
+
+@record
+class GuardPath:
+    """A name or attribute chain as written: ``cfg.use_fast_path``."""
+
+    path: str
+
+
+@record
+class GuardConst:
+    """A literal: ``True``, ``None``, ``3``, ``'a'`` (its source text)."""
+
+    value: str
+
+
+@record
+class GuardCall:
+    """A call of a name or attribute chain: ``is_cuda()``; ``args`` is their source."""
+
+    path: str
+    args: str = ""
+
+
+@record
+class GuardCompare:
+    """``left OP right`` with one operator (``==``, ``is not``, ``in``, ``<``...)."""
+
+    left: GuardExpr
+    op: str
+    right: GuardExpr
+
+
+@record
+class GuardBool:
+    """``a and b and c`` (``op`` is ``and`` or ``or``), flattened."""
+
+    op: str
+    operands: tuple[GuardExpr, ...]
+
+
+@record
+class GuardNot:
+    operand: GuardExpr
+
+
+@record
+class GuardUnknown:
+    """Anything else (arithmetic, subscripts, calls of calls): only its source."""
+
+    text: str
+
+
+#: The parsed form of a guard's condition, for code that evaluates guards under
+#: assumptions (``--assume``, issue 14): small and closed, so an evaluator can
+#: match every case and treat ``GuardUnknown`` as "could be either".
+GuardExpr = GuardPath | GuardConst | GuardCall | GuardCompare | GuardBool | GuardNot | GuardUnknown
 
 
 @record
 class Guard:
-    """A condition an enclosing ``if``/``elif``/``while``/``else`` puts on a statement.
+    """A condition a statement or expression runs under, within its own scope.
 
-    ``negated`` is True on the else side. ``text`` is the condition's source.
+    ``text`` is the condition's source as written and ``expr`` its parsed form
+    (None for ``except`` and ``case``, whose text is no expression);
+    ``negated`` is True where the condition must be false (the else side, the
+    code after ``if C: return``, the operand after ``C or``). ``kind`` says
+    which construct put it there.
     """
 
     text: str
     line: int
     negated: bool = False
     kind: GuardKind = GuardKind.IF
+    expr: GuardExpr | None = None
 
     def render(self) -> str:
         return f"not ({self.text})" if self.negated else self.text
@@ -360,6 +427,7 @@ class ReadStep:
     name: str
     location: Location
     base: str | None = None  # local alias of the module for ``mod.X``
+    guards: tuple[Guard, ...] = ()  # as on a ``CallSite``
 
 
 @record
@@ -675,8 +743,12 @@ class WitnessStep:
     as ``resolution``), ``ENTER`` (``function`` enters the setter context manager
     ``callee``), ``SET`` (``function`` calls the sticky setter ``callee``) or
     ``READ`` (``function`` reads the flag, through the accessor ``callee`` if
-    any). ``guard`` is the rendered conditions of the hop, ``text`` the source of
-    the call (the flag's name for a read). ``before_entry`` marks steps that
+    any). ``guards`` are the conditions the hop runs under in ``function`` (each
+    once: ``if``/``elif``/``else``, ``while``, ``case``, ``except``, early exits
+    and ``assert`` above it, ``and``/``or`` operands, conditional expressions,
+    comprehension filters) and ``guard`` their display, joined with ``and``
+    (a local assigned once shows its value); ``text`` is the source of the call
+    (the flag's name for a read). ``before_entry`` marks steps that
     happen before the entry runs (a sticky setter reachable elsewhere left the
     flag set).
     """
@@ -689,6 +761,8 @@ class WitnessStep:
     guard: str | None = None
     text: str = ""
     before_entry: bool = False
+    #: the hop's conditions, each once, as recorded (``guard`` is their display)
+    guards: tuple[Guard, ...] = ()
 
 
 @record

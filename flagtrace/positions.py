@@ -36,6 +36,7 @@ _TRIVIA_BASES = (
     cst.ExceptHandler,
     cst.ExceptStarHandler,
     cst.MatchCase,
+    cst.MatchPattern,  # quoted in a ``case`` guard
 )
 
 

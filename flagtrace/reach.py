@@ -38,6 +38,7 @@ class ReadHit:
     location: Location
     via: str | None
     set_here: SetEvent | None
+    guards: tuple[Guard, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,9 +133,9 @@ class Reach:
                         state.origin,
                     )
                     edges.append(((c.qualname, state.key), hop))
-            for location, via, state in run.reads:
+            for location, via, state, guards in run.reads:
                 if state.set and (not self.reads or qn in self.reads):
-                    hits.append(ReadHit(qn, location, via, state.origin))
+                    hits.append(ReadHit(qn, location, via, state.origin, guards))
             # class bodies nested in this scope run with it
             for child in scope.children:
                 cs = self.p.scopes.get(child)

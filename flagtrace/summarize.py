@@ -15,6 +15,7 @@ its position in an immutable ``scopes.Frame``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import libcst as cst
 
@@ -108,7 +109,37 @@ class _Indexer(ExpressionWalker):
         with self.within((self.frame if frame is None else frame).block()) as inner:
             for stmt in stmts:
                 self.statement(stmt)
+                for g in self.dominating(stmt):
+                    self.frame = self.frame.guarded(g)
         return tuple(inner.flow)
+
+    def dominating(self, stmt: cst.BaseStatement | cst.BaseSmallStatement) -> list[Guard]:
+        """What the statements after ``stmt`` in its block can rely on: ``assert C``
+        gives ``C``; ``if C: return`` (``raise``, ``continue``, ``break``) gives
+        ``not C``, and so does each ``elif`` that exits after it; an ``else``
+        that exits gives the test of the arm before it.
+
+        "Exits" is syntactic: the arm's last statement leaves the block, or is an
+        ``if`` all of whose arms (``else`` included) do. Exits in a nested block
+        (a ``with`` or ``try`` body) guard only what follows them in that block.
+        """
+        if isinstance(stmt, cst.SimpleStatementLine):
+            return [
+                self.guard(small.test, GuardKind.ASSERT)
+                for small in stmt.body
+                if isinstance(small, cst.Assert)
+            ]
+        out: list[Guard] = []
+        arm: cst.CSTNode | None = stmt
+        while isinstance(arm, cst.If):
+            if _always_exits(arm.body):
+                out.append(self.guard(arm.test, GuardKind.EXIT, negated=True))
+                arm = arm.orelse
+            else:
+                if isinstance(arm.orelse, cst.Else) and _always_exits(arm.orelse.body):
+                    out.append(self.guard(arm.test, GuardKind.EXIT))
+                break
+        return out
 
     # ---- statements
 
@@ -348,8 +379,8 @@ class _Indexer(ExpressionWalker):
 
     def stmt_If(self, node: cst.If, kind: GuardKind = GuardKind.IF) -> None:
         self.expr(node.test)
-        text = self.src.text(node.test)
-        g = Guard(text, self.loc(node.test).line, False, kind)
+        g = self.guard(node.test, kind)
+        text = g.text
         if _is_main_test(node.test) and self.scope.kind is ScopeKind.MODULE:
             self.has_main_block = True
         frame = self.frame.guarded(g)
@@ -358,7 +389,7 @@ class _Indexer(ExpressionWalker):
         body = self.block(node.body, frame)
         orelse: tuple[Flow, ...] = ()
         if node.orelse is not None:
-            neg = self.frame.guarded(Guard(text, g.line, True, GuardKind.ELSE))
+            neg = self.frame.guarded(replace(g, negated=True, kind=GuardKind.ELSE))
             if isinstance(node.orelse, cst.If):
                 with self.within(neg.block()) as inner:
                     self.stmt_If(node.orelse, GuardKind.ELIF)
@@ -369,7 +400,7 @@ class _Indexer(ExpressionWalker):
 
     def stmt_While(self, node: cst.While) -> None:
         self.expr(node.test)
-        g = Guard(self.src.text(node.test), self.loc(node.test).line, False, GuardKind.WHILE)
+        g = self.guard(node.test, GuardKind.WHILE)
         body = self.block(node.body, self.frame.guarded(g))
         orelse = self.block(node.orelse.body) if node.orelse is not None else ()
         self.emit(Branch(g, body, orelse, self.loc(node), loop=True))
@@ -493,6 +524,34 @@ def _dotted(node: cst.BaseExpression) -> str:
 
 def _name_of(node: cst.BaseExpression) -> str:
     return node.value if isinstance(node, cst.Name) else _dotted(node)
+
+
+_EXITS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
+
+
+def _always_exits(body: cst.BaseSuite) -> bool:
+    """The block cannot fall through: its last statement returns, raises,
+    continues or breaks, or is a ``with`` whose body cannot fall through, or an
+    ``if`` whose every arm (an ``else`` too) cannot. (A context manager that
+    swallows an exception could let a ``raise`` in its body fall through: the
+    guard then claims a little too much, as a witness guard may.)"""
+    if not body.body:
+        return False
+    last = body.body[-1]
+    if isinstance(last, _EXITS):  # ``if c: return`` on one line
+        return True
+    if isinstance(last, cst.SimpleStatementLine):
+        return any(isinstance(small, _EXITS) for small in last.body)
+    if isinstance(last, cst.With):  # ``with lock: ...; return x``
+        return _always_exits(last.body)
+    if isinstance(last, cst.If):
+        arm: cst.If | cst.Else | None = last
+        while isinstance(arm, cst.If):
+            if not _always_exits(arm.body):
+                return False
+            arm = arm.orelse
+        return arm is not None and _always_exits(arm.body)
+    return False
 
 
 def _is_main_test(test: cst.BaseExpression) -> bool:

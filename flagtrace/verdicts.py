@@ -21,6 +21,7 @@ from flagtrace.model import (
     FlagReport,
     Guard,
     GuardKind,
+    GuardNot,
     HazardKind,
     Location,
     ReaderFinding,
@@ -232,6 +233,7 @@ def _preset(interp: Interpreter, graph: CallGraph) -> tuple[list[WitnessStep], b
                     _guards(interp, a, e.guards),
                     e.text,
                     True,
+                    _unique(e.guards),
                 )
             )
     steps.append(
@@ -244,6 +246,7 @@ def _preset(interp: Interpreter, graph: CallGraph) -> tuple[list[WitnessStep], b
             _guards(interp, caller, call.guards),
             call.text,
             True,
+            _unique(call.guards),
         )
     )
     return steps, True
@@ -303,18 +306,43 @@ def _witness_steps(interp: Interpreter, w: Witness) -> list[WitnessStep]:
                 hop.resolution,
                 _guards(interp, hop.caller, hop.guards),
                 hop.text,
+                guards=_unique(hop.guards),
             )
         )
     r = w.read
     if r.set_here is not None and not any(s.location == r.set_here.location for s in out):
         ev = r.set_here
         out.append(WitnessStep(ev.kind, ev.function, ev.location, ev.via, text=ev.text))
-    out.append(WitnessStep(StepKind.READ, r.function, r.location, r.via, text=interp.fx.flag.name))
+    out.append(
+        WitnessStep(
+            StepKind.READ,
+            r.function,
+            r.location,
+            r.via,
+            guard=_guards(interp, r.function, r.guards),
+            text=interp.fx.flag.name,
+            guards=_unique(r.guards),
+        )
+    )
     return out
 
 
+def _unique(guards: tuple[Guard, ...]) -> tuple[Guard, ...]:
+    """Each condition once (the first), however many constructs repeat it: ``if c``
+    around ``c and f()`` guards ``f()`` by ``c`` twice."""
+    seen: set[tuple[str, bool, bool]] = set()
+    out: list[Guard] = []
+    for g in guards:
+        key = (g.text, g.negated, g.expr is None)
+        if key not in seen:
+            seen.add(key)
+            out.append(g)
+    return tuple(out) if len(out) < len(guards) else guards
+
+
 def _guards(interp: Interpreter, function: str, guards: tuple[Guard, ...]) -> str | None:
-    """Guards as source; a local assigned once from an expression shows that expression."""
+    """Guards as source, each condition once; a local assigned once from an
+    expression shows that expression."""
     if not guards:
         return None
     scope = interp.p.scopes.get(function)
@@ -332,8 +360,11 @@ def _guards(interp: Interpreter, function: str, guards: tuple[Guard, ...]) -> st
             parts.append(g.render() if g.kind is GuardKind.CASE else f"except {g.text}")
             continue
         text = _unparen(singles.get(g.text, g.text))
+        if g.negated and isinstance(g.expr, GuardNot) and text == g.text:
+            parts.append(_unparen(text.removeprefix("not").strip()))  # not (not c): c
+            continue
         parts.append(f"not ({text})" if g.negated else text)
-    return " and ".join(parts)
+    return " and ".join(dict.fromkeys(parts))
 
 
 def _display(setter: str) -> str:

@@ -212,3 +212,122 @@ def test_values_flow_through_sequence_concatenation(tmp_path: Path) -> None:
 def test_calls_inside_every_kind_of_string_are_recorded(tmp_path: Path) -> None:
     summary = _summary(tmp_path, 'x = "a" f"{k()}"\ny = t"{f()}"\n')
     assert {c.text for c in summary.module_scope.calls} == {"k()", "f()"}
+
+
+def _guards_of(summary: ModuleSummary, text: str) -> list[str]:
+    """The guards of the call written ``text``, rendered, innermost last."""
+    (site,) = [c for s in summary.scopes for c in s.calls if c.text == text]
+    return [f"{g.kind.value}: {g.render()}" for g in site.guards]
+
+
+def test_exits_guard_only_what_follows_them_in_their_block(tmp_path: Path) -> None:
+    summary = _summary(
+        tmp_path,
+        """
+        def f(cfg):
+            before()
+            for item in cfg.items:
+                if item.skip: continue
+                in_loop()
+            after_loop()
+            with lock:
+                if cfg.stop:
+                    raise ValueError()
+                in_with()
+            after_with()
+            if cfg.a:
+                log()
+            elif cfg.b:
+                return
+            falls_through()
+            if cfg.c:
+                pass
+            else:
+                return
+            after_else()
+            if cfg.d:
+                if cfg.e:
+                    return
+                else:
+                    raise KeyError()
+            after_nested()
+            if cfg.f:
+                with lock:
+                    return
+            after_with_exit()
+        """,
+    )
+    assert _guards_of(summary, "before()") == []
+    assert _guards_of(summary, "in_loop()") == ["exit: not (item.skip)"]
+    assert _guards_of(summary, "after_loop()") == []
+    assert _guards_of(summary, "in_with()") == ["exit: not (cfg.stop)"]
+    assert _guards_of(summary, "after_with()") == []
+    # the first arm falls through, so nothing is known after the chain
+    assert _guards_of(summary, "falls_through()") == []
+    assert _guards_of(summary, "after_else()") == ["exit: cfg.c"]
+    # an `if` whose every arm exits makes the arm it sits in exit
+    assert _guards_of(summary, "after_nested()") == ["exit: cfg.c", "exit: not (cfg.d)"]
+    assert _guards_of(summary, "after_with_exit()")[-1] == "exit: not (cfg.f)"
+
+
+def test_expression_guards_and_their_parsed_form(tmp_path: Path) -> None:
+    from flagtrace.model import (
+        GuardBool,
+        GuardCall,
+        GuardCompare,
+        GuardConst,
+        GuardNot,
+        GuardPath,
+        GuardUnknown,
+    )
+
+    summary = _summary(
+        tmp_path,
+        """
+        def f(cfg, xs):
+            assert cfg.n is not None
+            a = cfg.x and cfg.y() and first()
+            b = cfg.x or (cfg.y and cfg.z) or second()
+            c = third() if not cfg.mode == "graph" else fourth()
+            d = [fifth(x) for x in xs if x[0] if x.ok]
+        """,
+    )
+    assert _guards_of(summary, "first()") == [
+        "assert: cfg.n is not None",
+        "bool: cfg.x",
+        "bool: cfg.y()",
+    ]
+    assert _guards_of(summary, "second()")[1:] == [
+        "bool: not (cfg.x)",
+        "bool: not ((cfg.y and cfg.z))",
+    ]
+    assert _guards_of(summary, "third()")[1:] == ['ifexp: not cfg.mode == "graph"']
+    assert _guards_of(summary, "fourth()")[1:] == ['ifexp: not (not cfg.mode == "graph")']
+    assert _guards_of(summary, "fifth(x)")[1:] == ["filter: x[0]", "filter: x.ok"]
+    exprs = {g.text: g.expr for s in summary.scopes for c in s.calls for g in c.guards}
+    assert exprs["cfg.n is not None"] == GuardCompare(
+        GuardPath("cfg.n"), "is not", GuardConst("None")
+    )
+    assert exprs["cfg.y()"] == GuardCall("cfg.y", "")
+    assert exprs["(cfg.y and cfg.z)"] == GuardBool("and", (GuardPath("cfg.y"), GuardPath("cfg.z")))
+    assert exprs['not cfg.mode == "graph"'] == GuardNot(
+        GuardCompare(GuardPath("cfg.mode"), "==", GuardConst('"graph"'))
+    )
+    assert exprs["x[0]"] == GuardUnknown("x[0]")
+
+
+def test_a_read_carries_the_guards_of_its_statement(tmp_path: Path) -> None:
+    from flagtrace.model import ReadStep, walk
+
+    summary = _summary(
+        tmp_path,
+        """
+        FLAG = False
+        def f(cfg):
+            if not cfg.on:
+                return
+            return cfg.ready and FLAG
+        """,
+    )
+    (read,) = [s for s in walk(summary.scopes[1].flow) if isinstance(s, ReadStep)]
+    assert [g.render() for g in read.guards] == ["not (not cfg.on)", "cfg.ready"]

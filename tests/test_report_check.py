@@ -7,6 +7,7 @@ it, is seen without depending on what the engine happens to find.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import replace
@@ -263,3 +264,44 @@ def test_rich_hands_the_text_on_flag_by_flag() -> None:
     answer = "_on: " + pieces[1].partition("\n")[0] + "\n"
     assert pieces[0] == answer * 2 + "\n"
     assert pieces[1] == pieces[2] and pieces[1].startswith("1 of 2 entry points")
+
+
+def test_the_read_step_shows_its_guards_in_rich_and_json() -> None:
+    from flagtrace.model import Guard, GuardKind, GuardNot, GuardPath
+
+    guards = (
+        Guard("not cfg.capture", 3, True, GuardKind.EXIT, GuardNot(GuardPath("cfg.capture"))),
+        Guard("cfg.fast", 4, False, GuardKind.IF, GuardPath("cfg.fast")),
+    )
+    read = WitnessStep(
+        StepKind.READ, "pkg.step", _loc(8), None, guard="cfg.capture and cfg.fast", text="_on"
+    )
+    read = dataclasses.replace(read, guards=guards)
+    base = sample_report()
+    flag = dataclasses.replace(
+        base.flags[0],
+        entries=(EntryVerdict("pkg.main", True, Evidence.RESOLVED, "it can be set", (read,)),),
+    )
+    report = dataclasses.replace(base, flags=(flag,))
+    text = _rich(report, RenderOptions(width=200))
+    after_read = text.split(" 1 read  reads the flag\n", 1)[1]
+    assert after_read.splitlines()[1].strip() == "guarded by: cfg.capture and cfg.fast"
+    doc = json.loads("".join(CHECK["json"].render(report, RenderOptions())))
+    (step,) = doc["flags"][0]["entries"][0]["witness"]
+    assert step["guard"] == "cfg.capture and cfg.fast"
+    assert step["guards"] == [
+        {
+            "kind": "exit",
+            "text": "not cfg.capture",
+            "negated": True,
+            "line": 3,
+            "expr": {"not": {"path": "cfg.capture"}},
+        },
+        {
+            "kind": "if",
+            "text": "cfg.fast",
+            "negated": False,
+            "line": 4,
+            "expr": {"path": "cfg.fast"},
+        },
+    ]

@@ -94,6 +94,45 @@ def test_verify_observes_the_piecewise_flag_set_at_the_all_reduce(piecewise: Fla
     ), guards
 
 
+def test_the_seed_witness_lists_the_conditions_between_forward_extend_and_the_read(
+    piecewise: FlagReport,
+) -> None:
+    """Issue 20: besides the ``if`` around each call (``can_run_graph``, shown
+    expanded), the witness names the early exits of ``all_reduce`` above its read
+    of the flag (through ``is_in_piecewise_cuda_graph()``), the ``elif`` arms
+    before it, and an ``assert`` in ``verify``; each condition once."""
+    (verdict,) = piecewise.entries
+    forward_extend = "sglang.srt.model_executor.model_runner.ModelRunner.forward_extend"
+    (into_replay,) = [s for s in verdict.witness if s.function == forward_extend]
+    assert into_replay.guard == (
+        "self.piecewise_cuda_graph_runner is not None"
+        " and self.piecewise_cuda_graph_runner.can_run(forward_batch)"
+    )
+    assert [(g.kind.value, g.text) for g in into_replay.guards] == [("if", "can_run_graph")]
+    read = verdict.witness[-1]
+    assert read.step == "read" and read.callee is not None
+    assert read.callee.endswith("is_in_piecewise_cuda_graph")
+    exits = [g.text for g in read.guards if g.kind.value == "exit"]
+    assert exits == [
+        "self.world_size == 1",
+        "input_.is_cpu",
+        "self.hpu_communicator is not None and not self.hpu_communicator.disabled",
+        "self.xpu_communicator is not None and not self.xpu_communicator.disabled",
+        "self.npu_communicator is not None and not self.npu_communicator.disabled",
+        "self.pynccl_comm is not None and self.is_symmetric_memory_enabled()",
+    ]
+    assert all(g.negated for g in read.guards)
+    assert [g.kind.value for g in read.guards].count("else") == 4  # the elif arms before
+    assert read.guard is not None and read.guard.startswith("not (self.world_size == 1) and ")
+    (verify,) = [s for s in verdict.witness if s.function == VERIFY]
+    assert [(g.kind.value, g.text) for g in verify.guards] == [
+        ("assert", "model_worker_batch.capture_hidden_mode == spec_info.capture_hidden_mode")
+    ]
+    for step in verdict.witness:
+        keys = [(g.text, g.negated) for g in step.guards]
+        assert len(keys) == len(set(keys)), step
+
+
 def test_enable_piecewise_cuda_graph_leaks_on_exceptions_and_is_not_reentrant(
     piecewise: FlagReport,
 ) -> None:

@@ -6,7 +6,21 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from flagtrace.model import AnalysisReport, EntryVerdict, FlagReport, Location, WitnessStep
+from flagtrace.model import (
+    AnalysisReport,
+    EntryVerdict,
+    FlagReport,
+    Guard,
+    GuardBool,
+    GuardCall,
+    GuardCompare,
+    GuardConst,
+    GuardExpr,
+    GuardNot,
+    GuardPath,
+    Location,
+    WitnessStep,
+)
 
 if TYPE_CHECKING:
     from flagtrace.report import RenderOptions
@@ -18,6 +32,36 @@ def _where(loc: Location) -> dict[str, Any]:
     return {"file": loc.path, "line": loc.line}
 
 
+def _expr(e: GuardExpr | None) -> dict[str, Any] | None:
+    """A guard's parsed condition as nested objects, one key naming the node kind."""
+    if e is None:
+        return None
+    if isinstance(e, GuardPath):
+        return {"path": e.path}
+    if isinstance(e, GuardConst):
+        return {"const": e.value}
+    if isinstance(e, GuardCall):
+        return {"call": e.path, "args": e.args}
+    if isinstance(e, GuardCompare):
+        return {"compare": e.op, "left": _expr(e.left), "right": _expr(e.right)}
+    if isinstance(e, GuardBool):
+        return {"bool": e.op, "operands": [_expr(o) for o in e.operands]}
+    if isinstance(e, GuardNot):
+        return {"not": _expr(e.operand)}
+    return {"unknown": e.text}
+
+
+def _guard(g: Guard) -> dict[str, Any]:
+    """One condition of a hop: ``negated`` says it must be false for the hop to run."""
+    return {
+        "kind": g.kind.value,
+        "text": g.text,
+        "negated": g.negated,
+        "line": g.line,
+        "expr": _expr(g.expr),
+    }
+
+
 def _step(s: WitnessStep) -> dict[str, Any]:
     return {
         "function": s.function,
@@ -27,6 +71,7 @@ def _step(s: WitnessStep) -> dict[str, Any]:
         "callee": s.callee,
         "resolution": s.resolution.value if s.resolution is not None else None,
         "guard": s.guard,
+        "guards": [_guard(g) for g in s.guards],
         "code": s.text,
         "before_entry": s.before_entry,
     }

@@ -341,6 +341,33 @@ def cache_clear_cmd(cache_dir: Path | None) -> None:
     click.echo(f"flagtrace: removed {removed} cache entries from {cache.directory}")
 
 
+@cli.command("explain")
+@click.argument("code", required=False)
+def explain_cmd(code: str | None) -> None:
+    """Explain finding CODE (e.g. FT101) with a bad and a fixed example; no CODE: list them all."""
+    from flagtrace.rules import BY_CODE, EXAMPLE_FLAG
+
+    if code is None:
+        for rule in BY_CODE.values():
+            click.echo(f"{rule.code}  {rule.summary}")
+        return
+    rule = BY_CODE.get(code.strip().upper())
+    if rule is None:
+        raise FlagtraceError(f"unknown code {code!r} (known: {', '.join(BY_CODE)})")
+    import textwrap
+
+    def block(source: str) -> str:
+        return textwrap.indent(source.rstrip("\n"), "    ")
+
+    click.echo(
+        f"{rule.code}: {rule.summary}\n\n"
+        f"{textwrap.fill(rule.explanation, 88)}\n\n"
+        f"Example (`flagtrace example.py --flag {EXAMPLE_FLAG}` reports {rule.code}):\n\n"
+        f"{block(rule.bad)}\n\n"
+        f"Fixed:\n\n{block(rule.fixed)}"
+    )
+
+
 def exit_code_for(report: AnalysisReport) -> ExitCode:
     """2 if anything could not be analysed, else 1 if anything was found, else 0."""
     if report.errors:

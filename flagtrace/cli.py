@@ -194,7 +194,13 @@ def callgraph_cmd(
     "entries",
     multiple=True,
     metavar="QUALNAME",
-    help="Entry point to judge (repeatable); default: discover them.",
+    help="Entry point to judge, or an fnmatch pattern of qualnames (repeatable); "
+    "default: discover them.",
+)
+@click.option(
+    "--include-tests",
+    is_flag=True,
+    help="Discover entry points in tests too (test modules, test_* functions, Test* classes).",
 )
 @click.option(
     "--read",
@@ -212,6 +218,7 @@ def check_cmd(
     flags: tuple[str, ...],
     entries: tuple[str, ...],
     reads: tuple[str, ...],
+    include_tests: bool,
     fmt: str,
     exclude: tuple[str, ...],
     jobs: int | None,
@@ -241,6 +248,7 @@ def check_cmd(
         reads=(*config.reads, *reads),
         jedi_budget=jedi_budget if jedi_budget is not None else config.jedi_budget,
         configured_entries=config.entries,
+        include_tests=include_tests or config.include_tests,
         cache=_cache(cache_dir, no_cache),
         on_start=status.on_start,
         on_result=status.on_result,

@@ -11,6 +11,7 @@ error naming the file (exit code 2), never a traceback.
     exclude = ["tests/*", "*_pb2.py"]
     jobs = 2
     jedi-budget = 5.0
+    include-tests = false  # judge discovered test functions and modules too
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class Config:
     exclude: tuple[str, ...] = ()
     jobs: int | None = None
     jedi_budget: float = 5.0
+    include_tests: bool = False
     source: str | None = None  # the file it came from
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -51,6 +53,7 @@ _SCHEMA: dict[str, tuple[str, type[Any], type[Any] | None]] = {
     "exclude": ("exclude", list, str),
     "jobs": ("jobs", int, None),
     "jedi-budget": ("jedi_budget", float, None),
+    "include-tests": ("include_tests", bool, None),
 }
 
 
@@ -89,7 +92,7 @@ def load_config(path: Path | None) -> Config:
         attr, expected, element = _SCHEMA[key]
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
-        if not isinstance(value, expected) or isinstance(value, bool):
+        if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
             raise ConfigError(
                 f"{path}: [tool.flagtrace] {key} must be {_describe(expected, element)}"
             )
@@ -110,4 +113,4 @@ def load_config(path: Path | None) -> Config:
 def _describe(expected: type, element: type | None) -> str:
     if element is not None:
         return f"a list of {element.__name__}s"
-    return {int: "an integer", float: "a number", str: "a string"}.get(expected, expected.__name__)
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(expected, expected.__name__)

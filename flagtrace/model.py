@@ -735,3 +735,5 @@ class AnalysisReport:
     files: int = 0
     lines: int = 0
     seconds: float = 0.0
+    #: discovered entry points not judged because they are tests (``--include-tests``)
+    entries_left_out: int = 0

@@ -158,6 +158,15 @@ def render(report: AnalysisReport, options: RenderOptions) -> Iterator[str]:
         yield _take(buffer)
     for d in report.errors:
         console.print(Text(f"error: {d}", style="red"))
+    if report.entries_left_out:
+        n = report.entries_left_out
+        console.print(
+            Text(
+                f"{n} discovered test entry point{'s' if n != 1 else ''} left out "
+                "(--include-tests to judge them)",
+                style="dim",
+            )
+        )
     console.print(
         Text(
             f"{report.files} files, {report.lines} lines analysed in {report.seconds:.1f}s",

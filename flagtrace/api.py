@@ -23,6 +23,7 @@ from flagtrace.model import (
     FlagReport,
     IndexResult,
     ModuleSummary,
+    ScanReport,
     ScopeKind,
     SourceFile,
     UnresolvedCall,
@@ -431,3 +432,41 @@ def analyze_project(
         entries_left_out=left_out,
     )
     return report, latest[0]
+
+
+def scan(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    exclude: Sequence[str] = (),
+    jobs: int | None = None,
+    on_result: Callable[[IndexResult], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    cache: SummaryCache | None = None,
+    follow_external_symlinks: bool = False,
+) -> ScanReport:
+    """Every flag in the code under ``paths`` (``flagtrace.inventory``), riskiest first.
+
+    No jedi: the inventory is the fallback of the hook and the review bot when
+    no flag is configured, and has to answer in seconds; ``check`` on a chosen
+    flag is where jedi may settle the calls a verdict rests on."""
+    from flagtrace.inventory import inventory
+
+    project = load_project(
+        paths,
+        exclude=exclude,
+        jobs=jobs,
+        on_result=on_result,
+        on_start=on_start,
+        cache=cache,
+        follow_external_symlinks=follow_external_symlinks,
+    )
+    start = time.perf_counter()
+    graph = build_callgraph(project)
+    flags = inventory(graph)
+    return ScanReport(
+        flags=tuple(flags),
+        errors=project.diagnostics,
+        files=len(project.summaries),
+        lines=project.lines,
+        seconds=project.seconds + time.perf_counter() - start,
+    )

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, get_args
 import click
 
 from flagtrace import __version__
-from flagtrace.report import CALLGRAPH, CHECK, CallGraphReport, RenderOptions, Terminal
+from flagtrace.report import CALLGRAPH, CHECK, SCAN, CallGraphReport, RenderOptions, Terminal
 
 if TYPE_CHECKING:
-    from flagtrace.model import AnalysisReport, Diagnostic
+    from flagtrace.model import AnalysisReport, Diagnostic, ScanReport
 
 
 class ExitCode(enum.IntEnum):
@@ -349,6 +349,58 @@ def cache_clear_cmd(cache_dir: Path | None) -> None:
     click.echo(f"flagtrace: removed {removed} cache entries from {cache.directory}")
 
 
+@cli.command("scan")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(SCAN.names()), default="rich", show_default=True)
+@_common_options
+def scan_cmd(
+    paths: tuple[Path, ...],
+    fmt: str,
+    exclude: tuple[str, ...],
+    jobs: int | None,
+    output: Path | None,
+    quiet: bool,
+    jedi_budget: float | None,
+    cache_dir: Path | None,
+    no_cache: bool,
+    follow_external_symlinks: bool,
+) -> None:
+    """List every flag in PATHS (module globals written from a function), riskiest first.
+
+    Exit 1 when any flag has a hazard. --jedi-budget is accepted and unused: the
+    inventory resolves calls without jedi, to answer in seconds."""
+    from flagtrace.api import scan
+
+    config = _config(paths)
+    status = _run_status(quiet)
+    report = scan(
+        [str(p) for p in paths],
+        exclude=(*config.exclude, *exclude),
+        jobs=jobs if jobs is not None else config.jobs,
+        cache=_cache(cache_dir, no_cache),
+        on_start=status.on_start,
+        on_result=status.on_result,
+        follow_external_symlinks=follow_external_symlinks,
+    )
+    status.close()
+    if not report.files and not report.errors:
+        raise FlagtraceError("no Python files to analyse in " + ", ".join(str(p) for p in paths))
+    reporter = SCAN[fmt]
+    _write(reporter.render(report, _render_options(output)), output)
+    if not reporter.human or output is not None:
+        _print_diagnostics(report.errors)
+    if not quiet:
+        click.echo(status.summary(len(report.errors)), err=True)
+    raise SystemExit(scan_exit_code(report))
+
+
+def scan_exit_code(report: ScanReport) -> ExitCode:
+    """2 if anything could not be analysed, else 1 if any flag has a hazard, else 0."""
+    if report.errors:
+        return ExitCode.ERROR
+    return ExitCode.FINDINGS if any(f.hazards for f in report.flags) else ExitCode.CLEAN
+
+
 @cli.command("explain")
 @click.argument("code", required=False)
 def explain_cmd(code: str | None) -> None:
@@ -356,8 +408,8 @@ def explain_cmd(code: str | None) -> None:
     from flagtrace.rules import BY_CODE, EXAMPLE_FLAG
 
     if code is None:
-        for rule in BY_CODE.values():
-            click.echo(f"{rule.code}  {rule.summary}")
+        for listed in BY_CODE.values():
+            click.echo(f"{listed.code}  {listed.summary}")
         return
     rule = BY_CODE.get(code.strip().upper())
     if rule is None:

@@ -113,4 +113,6 @@ def load_config(path: Path | None) -> Config:
 def _describe(expected: type, element: type | None) -> str:
     if element is not None:
         return f"a list of {element.__name__}s"
-    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(expected, expected.__name__)
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(
+        expected, expected.__name__
+    )

@@ -107,17 +107,15 @@ def entry(x):
 """,
 )
 
-RULES: dict[HazardKind, Rule] = {
-    r.kind: r
-    for r in (
-        Rule(
-            "FT101",
-            HazardKind.EXCEPTION_LEAK,
-            "an exception after the flag is set skips the reset and leaves the flag set",
-            "The reset is not in a `finally` (or the flag is set before the `try` that protects "
-            "it), so an exception raised in the `with` body, or between the set and the `try`, "
-            "leaves the flag set for everything that runs afterwards. Put the reset in `finally`.",
-            """\
+_HAZARD_RULES: tuple[Rule, ...] = (
+    Rule(
+        "FT101",
+        HazardKind.EXCEPTION_LEAK,
+        "an exception after the flag is set skips the reset and leaves the flag set",
+        "The reset is not in a `finally` (or the flag is set before the `try` that protects "
+        "it), so an exception raised in the `with` body, or between the set and the `try`, "
+        "leaves the flag set for everything that runs afterwards. Put the reset in `finally`.",
+        """\
 from contextlib import contextmanager
 
 _flag = False
@@ -131,7 +129,7 @@ def capturing():
     yield  # an exception in the `with` body never comes back here
     _flag = prev
 """,
-            """\
+        """\
 from contextlib import contextmanager
 
 _flag = False
@@ -147,15 +145,15 @@ def capturing():
     finally:
         _flag = prev
 """,
-        ),
-        Rule(
-            "FT102",
-            HazardKind.NON_REENTRANT,
-            "the reset writes a constant instead of restoring the previous value",
-            "Nested use clears the flag early: the inner exit resets it while the outer scope "
-            "still expects it set. Save the previous value and restore it (`prev = X; X = True; "
-            "try: yield; finally: X = prev`).",
-            """\
+    ),
+    Rule(
+        "FT102",
+        HazardKind.NON_REENTRANT,
+        "the reset writes a constant instead of restoring the previous value",
+        "Nested use clears the flag early: the inner exit resets it while the outer scope "
+        "still expects it set. Save the previous value and restore it (`prev = X; X = True; "
+        "try: yield; finally: X = prev`).",
+        """\
 from contextlib import contextmanager
 
 _flag = False
@@ -170,7 +168,7 @@ def capturing():
     finally:
         _flag = False  # a nested `with capturing():` clears it for the outer one
 """,
-            """\
+        """\
 from contextlib import contextmanager
 
 _flag = False
@@ -186,14 +184,14 @@ def capturing():
     finally:
         _flag = prev
 """,
-        ),
-        Rule(
-            "FT103",
-            HazardKind.STICKY,
-            "the flag is set and some path returns without resetting it",
-            "Code that runs after this function returns sees the flag set, including code that has "
-            "nothing to do with the caller. Prefer a context manager that resets in `finally`.",
-            """\
+    ),
+    Rule(
+        "FT103",
+        HazardKind.STICKY,
+        "the flag is set and some path returns without resetting it",
+        "Code that runs after this function returns sees the flag set, including code that has "
+        "nothing to do with the caller. Prefer a context manager that resets in `finally`.",
+        """\
 _flag = False
 
 
@@ -201,7 +199,7 @@ def enable_capture():
     global _flag
     _flag = True  # still set when the caller moves on
 """,
-            """\
+        """\
 from contextlib import contextmanager
 
 _flag = False
@@ -217,14 +215,14 @@ def capturing():
     finally:
         _flag = prev
 """,
-        ),
-        Rule(
-            "FT104",
-            HazardKind.THREAD_UNSAFE,
-            "a plain module global is set in code that runs on another thread",
-            "The flag is process-wide, so other threads observe it while this thread has it set. "
-            "Use `threading.local()` or a `contextvars.ContextVar`.",
-            """\
+    ),
+    Rule(
+        "FT104",
+        HazardKind.THREAD_UNSAFE,
+        "a plain module global is set in code that runs on another thread",
+        "The flag is process-wide, so other threads observe it while this thread has it set. "
+        "Use `threading.local()` or a `contextvars.ContextVar`.",
+        """\
 import threading
 from contextlib import contextmanager
 
@@ -250,7 +248,7 @@ def work():
 def main():
     threading.Thread(target=work).start()
 """,
-            """\
+        """\
 import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -276,9 +274,10 @@ def work():
 def main():
     threading.Thread(target=work).start()
 """,
-        ),
-    )
-}
+    ),
+)
+
+RULES: dict[HazardKind, Rule] = {r.kind: r for r in _HAZARD_RULES if r.kind is not None}
 
 #: Every rule by code, in code order: what ``flagtrace explain`` lists.
 BY_CODE: dict[str, Rule] = {

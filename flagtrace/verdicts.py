@@ -128,7 +128,9 @@ def expand_entry(program: Program, spec: str) -> list[str]:
         if scope.kind is not ScopeKind.CLASS and fnmatch.fnmatchcase(qn, spec)
     )
     if not matched:
-        raise EntryError(f"entry pattern {spec!r} matches no function or module in the analysed code")
+        raise EntryError(
+            f"entry pattern {spec!r} matches no function or module in the analysed code"
+        )
     return matched
 
 

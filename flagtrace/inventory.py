@@ -21,13 +21,15 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from flagtrace.callgraph import CallGraph, owner_of
-from flagtrace.checks import find_hazards
+from flagtrace.checks import Threads, find_hazards, threads_of
 from flagtrace.effects import (
     Flag,
     FlagEffects,
+    SharedIndex,
     _classify_write,
     _saved_names,
     sets_flag,
+    shared_index,
 )
 from flagtrace.interpret import Interpreter
 from flagtrace.model import (
@@ -90,7 +92,12 @@ def inventory(graph: CallGraph) -> list[FlagInventory]:
             ):
                 for module in _modules_named(graph, qn, step, defined_in[step.name]):
                     writes[(module, step.name)].append(_Site(qn, step))
-    out = [_entry(graph, globals_[key], sites, reads[key[1]]) for key, sites in writes.items()]
+    shared = shared_index(p)
+    threads = threads_of(graph)
+    out = [
+        _entry(graph, globals_[key], sites, reads[key[1]], shared, threads)
+        for key, sites in writes.items()
+    ]
     out.sort(key=lambda f: (not f.hazards, -f.reader_modules, -f.reads, f.qualname))
     return out
 
@@ -105,7 +112,14 @@ def _modules_named(
     return [m for m in modules if graph.values.names_module(qn, step.base, m)]
 
 
-def _entry(graph: CallGraph, flag: Flag, writes: list[_Site], reads: list[_Site]) -> FlagInventory:
+def _entry(
+    graph: CallGraph,
+    flag: Flag,
+    writes: list[_Site],
+    reads: list[_Site],
+    shared: SharedIndex,
+    threads: Threads,
+) -> FlagInventory:
     """One flag's line: the full engine when something sets it, else the index alone."""
     p = graph.program
     initial = flag.initial_kind
@@ -119,8 +133,8 @@ def _entry(graph: CallGraph, flag: Flag, writes: list[_Site], reads: list[_Site]
             sets = True
             break
     if sets:
-        fx = FlagEffects(graph, flag)
-        hazards = find_hazards(fx, Interpreter(fx))
+        fx = FlagEffects(graph, flag, shared)
+        hazards = find_hazards(fx, Interpreter(fx), threads)
         by_setter: dict[str, list[HazardKind]] = defaultdict(list)
         for h in hazards:
             by_setter[_setter_key(fx, h.function)].append(h.kind)

@@ -307,6 +307,8 @@ class FlagEffects:
         p = self.p
         out: dict[str, Setter] = {}
         cms = {qn: s for qn, s in setters.items() if s.kind is not SetterKind.FUNCTION}
+        if not cms:
+            return out  # a decorator enters a setter context manager: there is none
         for qn, scope in p.scopes.items():
             if scope.kind is not ScopeKind.FUNCTION or qn in setters:
                 continue

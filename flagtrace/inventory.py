@@ -38,13 +38,14 @@ from flagtrace.model import (
     ConstExpr,
     FlagInventory,
     HazardKind,
+    ReaderFinding,
     ReadStep,
     ScopeKind,
     SetterFinding,
     WriteStep,
     walk,
 )
-from flagtrace.verdicts import _readers, _setter_key, _shown_value
+from flagtrace.verdicts import _setter_key, _shown_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +149,7 @@ def _entry(
             )
             for s in sorted(fx.setters.values(), key=lambda s: s.function)
         )
-        readers = _readers(fx)
+        readers = _reads(graph, fx)
         return FlagInventory(
             flag.qualname,
             flag.location,
@@ -174,3 +175,20 @@ def _entry(
         len({p.module_of.get(owner_of(p, r.scope), r.scope) for r in direct}),
         (),
     )
+
+
+def _reads(graph: CallGraph, fx: FlagEffects) -> set[ReaderFinding]:
+    """The read sites ``check`` lists (``verdicts._readers``), found from the
+    accessors' callers instead of from every call site of the program, which
+    cost ~0.3 s per flag on SGLang."""
+    p = graph.program
+    out = {
+        ReaderFinding(qn, step.location, None)
+        for qn, steps in fx.direct_reads.items()
+        for step in steps
+    }
+    for accessor in fx.accessors:
+        for caller in graph.callers(accessor):
+            for edge in graph.sites(caller, accessor):
+                out.add(ReaderFinding(owner_of(p, caller), edge.location, accessor))
+    return out

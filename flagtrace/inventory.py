@@ -99,7 +99,18 @@ def inventory(graph: CallGraph) -> list[FlagInventory]:
         _entry(graph, globals_[key], sites, reads[key[1]], shared, threads)
         for key, sites in writes.items()
     ]
-    out.sort(key=lambda f: (not f.hazards, -f.reader_modules, -f.reads, f.qualname))
+    # hazards first (more kinds of hazard first: on SGLang nearly every init-once global is a
+    # sticky FT103, and the leaking context managers are what need a look), then readers in
+    # more modules, then more reads
+    out.sort(
+        key=lambda f: (
+            not f.hazards,
+            -len({h.code for h in f.hazards}),
+            -f.reader_modules,
+            -f.reads,
+            f.qualname,
+        )
+    )
     return out
 
 

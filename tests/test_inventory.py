@@ -66,11 +66,13 @@ def test_scan_rich_names_every_flag_and_hazard_uncut(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "80")
-    code = main(["scan", str(SCAN_CASES / "inventory" / "pkg"), "--no-cache", "-q"])
+    monkeypatch.chdir(SCAN_CASES / "inventory")  # paths relative, as a hook prints them
+    code = main(["scan", "pkg", "--no-cache", "-q"])
     out = capsys.readouterr().out
     assert code == 1
     assert "FT101 " in out and "FT102 " in out and "FT103 " in out
-    assert "pkg.config.enable_debug: the flag is set and some path returns" in out
+    assert "set by pkg.config.enable_debug (function, True) pkg/config.py:13" in out
+    assert "FT103 pkg/config.py:13 _debug is left set when enable_debug() returns" in out
     assert "…" not in out
     assert "4 flags, 3 with hazards" in out
 

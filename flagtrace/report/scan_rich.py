@@ -1,8 +1,10 @@
-"""``flagtrace scan --format rich`` (the default): one table row per flag, riskiest
-first, then each hazard on its own line with where it is.
+"""``flagtrace scan --format rich`` (the default): one block per flag, riskiest first:
+its qualified name and hazard codes, how widely it is read, its setters, then each
+hazard with where it is.
 
-Nothing is cut: cells fold long qualified names onto more lines rather than
-ending them in an ellipsis, since the name is what the reader needs."""
+Why blocks and not a table: on SGLang a table at 80 columns folded every qualified
+name over five lines (2,500 lines for 144 flags); a block gives each name the whole
+width, and nothing is cut, only wrapped."""
 
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from flagtrace.model import FlagInventory, ScanReport
@@ -23,40 +24,33 @@ if TYPE_CHECKING:
 HUMAN = True
 
 
-def _setters(f: FlagInventory) -> Text:
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _block(rank: int, f: FlagInventory) -> Text:
     t = Text()
-    for i, s in enumerate(f.setters):
-        if i:
-            t.append("\n")
-        t.append(s.function)
-        t.append(f" ({s.kind.value}, {s.value})", style="dim")
-    if not f.setters:
-        t.append("resets only", style="dim")
-    return t
-
-
-def _codes(f: FlagInventory) -> Text:
+    t.append(f"{rank}. ", style="dim")
+    t.append(f.qualname, style="bold")
     codes = sorted({h.code for h in f.hazards})
-    return Text(" ".join(codes), style="bold red") if codes else Text("-", style="dim")
-
-
-def _table(report: ScanReport) -> Table:
-    table = Table(title="Flags (riskiest first)", title_justify="left", show_lines=True)
-    table.add_column("flag", overflow="fold", ratio=3)
-    table.add_column("setters", overflow="fold", ratio=4)
-    table.add_column("reads", justify="right", no_wrap=True)
-    table.add_column("accessors", justify="right", no_wrap=True)
-    table.add_column("hazards", no_wrap=True)
-    for f in report.flags:
-        modules = f"{f.reader_modules} module{'s' if f.reader_modules != 1 else ''}"
-        table.add_row(
-            Text(f.qualname, style="bold"),
-            _setters(f),
-            f"{f.reads} in {modules}",
-            str(len(f.accessors)),
-            _codes(f),
-        )
-    return table
+    if codes:
+        t.append("  " + " ".join(codes), style="bold red")
+    t.append(
+        f"\n   {_plural(f.reads, 'read')} in {_plural(f.reader_modules, 'module')}, "
+        f"{_plural(len(f.accessors), 'accessor')}, {_plural(len(f.writers), 'writer')}",
+        style="dim",
+    )
+    for s in f.setters:
+        t.append("\n   set by ")
+        t.append(s.function)
+        t.append(f" ({s.kind.value}, {s.value}) {s.location.path}:{s.location.line}", style="dim")
+    if not f.setters:
+        t.append("\n   only reset or deleted by " + ", ".join(f.writers), style="dim")
+    for h in f.hazards:
+        t.append(f"\n   {h.code} ", style="bold red")
+        t.append(f"{h.location.path}:{h.location.line} ")
+        t.append(h.detail or h.summary)
+    return t
 
 
 def render(report: ScanReport, options: RenderOptions) -> Iterator[str]:
@@ -70,27 +64,15 @@ def render(report: ScanReport, options: RenderOptions) -> Iterator[str]:
         legacy_windows=False,
         highlight=False,
     )
-    if report.flags:
-        console.print(_table(report))
-    hazardous = [f for f in report.flags if f.hazards]
-    if hazardous:
-        console.print()
-        console.print(Text("Hazards", style="bold"))
-        for f in hazardous:
-            for h in f.hazards:
-                line = Text()
-                line.append(f"{h.code} ", style="bold red")
-                line.append(f"{h.location.path}:{h.location.line} ")
-                line.append(f"{h.function}: ", style="bold")
-                line.append(h.message)
-                console.print(line, overflow="fold")
+    for rank, f in enumerate(report.flags, 1):
+        console.print(_block(rank, f), overflow="fold")
     for d in report.errors:
         console.print(Text(f"error: {d}", style="red"))
     n = len(report.flags)
+    hazardous = sum(1 for f in report.flags if f.hazards)
     console.print(
         Text(
-            f"{n} flag{'s' if n != 1 else ''}, {len(hazardous)} with hazards "
-            "(flagtrace explain CODE); "
+            f"{_plural(n, 'flag')}, {hazardous} with hazards (flagtrace explain CODE); "
             f"{report.files} files, {report.lines} lines analysed in {report.seconds:.1f}s",
             style="dim",
         )

@@ -24,6 +24,7 @@ from flagtrace.model import (
     FlagReport,
     IndexResult,
     ModuleSummary,
+    ScanReport,
     ScopeKind,
     SourceFile,
     UnresolvedCall,
@@ -167,6 +168,7 @@ def analyze(
     reads: Sequence[str] = (),
     jedi_budget: float = 0.0,
     configured_entries: Sequence[str] = (),
+    include_tests: bool = False,
     on_result: Callable[[IndexResult], None] | None = None,
     on_start: Callable[[int], None] | None = None,
     on_reused: Callable[[int, int], None] | None = None,
@@ -192,6 +194,7 @@ def analyze(
             reads=reads,
             jedi_budget=jedi_budget,
             configured_entries=configured_entries,
+            include_tests=include_tests,
             on_result=on_result,
             on_start=on_start,
             on_reused=on_reused,
@@ -208,7 +211,9 @@ def analyze(
         cache=cache,
         follow_external_symlinks=follow_external_symlinks,
     )
-    report, _ = _whole_program(project, flags, entries, reads, jedi_budget, configured_entries)
+    report, _ = _whole_program(
+        project, flags, entries, reads, jedi_budget, configured_entries, include_tests
+    )
     return replace(report, seconds=time.perf_counter() - start)
 
 
@@ -219,6 +224,7 @@ def _whole_program(
     reads: Sequence[str],
     jedi_budget: float,
     configured_entries: Sequence[str],
+    include_tests: bool = False,
 ) -> tuple[AnalysisReport, CallGraph]:
     """Resolve, build the graph and analyse the flags of an indexed project."""
     graph = build_callgraph(project)
@@ -230,6 +236,7 @@ def _whole_program(
         reads=reads,
         jedi_budget=jedi_budget,
         configured_entries=configured_entries,
+        include_tests=include_tests,
     )
     return report, graph
 
@@ -244,6 +251,7 @@ def _analyze_reusing(
     reads: Sequence[str],
     jedi_budget: float,
     configured_entries: Sequence[str],
+    include_tests: bool,
     on_result: Callable[[IndexResult], None] | None,
     on_start: Callable[[int], None] | None,
     on_reused: Callable[[int, int], None] | None,
@@ -271,6 +279,7 @@ def _analyze_reusing(
         reads=list(reads),
         configured_entries=list(configured_entries),
         jedi_budget=jedi_budget,
+        include_tests=include_tests,
     )
 
     def reuse(
@@ -343,7 +352,9 @@ def _analyze_reusing(
     index([i for i in range(len(files)) if i not in fresh])
     file_states = tuple(s for s in states if s is not None)
     project = _project(files, [fresh[i] for i in range(len(files))], found.diagnostics, start)
-    report, graph = _whole_program(project, flags, entries, reads, jedi_budget, configured_entries)
+    report, graph = _whole_program(
+        project, flags, entries, reads, jedi_budget, configured_entries, include_tests
+    )
     report = replace(report, seconds=time.perf_counter() - start)
     if graph.jedi_queries == 0:  # jedi answers within a time budget: not reproducible
         stored_results.put([exact, by_summaries], report, file_states)
@@ -360,6 +371,7 @@ def analyze_project(
     reads: Sequence[str] = (),
     jedi_budget: float = 0.0,
     configured_entries: Sequence[str] = (),
+    include_tests: bool = False,
 ) -> tuple[AnalysisReport, CallGraph]:
     """The flag stages on an already indexed and resolved project; the report,
     and the graph with whatever jedi settled on the way.
@@ -367,16 +379,23 @@ def analyze_project(
     ``jedi_budget`` seconds are shared by all verdicts that would otherwise
     rest on unresolved calls (jedi is asked only about those calls)."""
     from flagtrace.effects import FlagLookupError, find_flags
-    from flagtrace.verdicts import EntryError, analyse_flag, check_entry, discover_entries
+    from flagtrace.verdicts import (
+        EntryError,
+        analyse_flag,
+        check_entry,
+        discover_entries,
+        expand_entry,
+    )
 
     start = time.perf_counter()
     errors = list(project.diagnostics)
     reports: list[FlagReport] = []
     chosen: list[str] = []
+    left_out = 0
     program = graph.program
     for entry in entries:
         try:
-            chosen.append(check_entry(program, entry))
+            chosen.extend(expand_entry(program, entry))
         except EntryError as exc:
             errors.append(Diagnostic("<entry>", None, str(exc)))
     read_functions: list[str] = []
@@ -390,10 +409,11 @@ def analyze_project(
         configured = []
         for entry in configured_entries:  # [tool.flagtrace] entries join the discovered ones
             try:
-                configured.append(check_entry(program, entry))
+                configured.extend(expand_entry(program, entry))
             except EntryError as exc:
                 errors.append(Diagnostic("<config>", None, str(exc)))
-        chosen = discover_entries(graph, configured)
+        found = discover_entries(graph, configured, include_tests)
+        chosen, left_out = found.entries, found.left_out
     deadline = time.perf_counter() + jedi_budget
     latest = [graph]  # jedi's answers carry over to the flags after
 
@@ -418,6 +438,7 @@ def analyze_project(
         files=len(project.summaries),
         lines=project.lines,
         seconds=project.seconds + time.perf_counter() - start,
+        entries_left_out=left_out,
     )
     return report, latest[0]
 
@@ -445,3 +466,41 @@ def filter_report(
     if baseline is not None:
         report = apply_baseline(report, baseline, lines)
     return report
+
+
+def scan(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    exclude: Sequence[str] = (),
+    jobs: int | None = None,
+    on_result: Callable[[IndexResult], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+    cache: SummaryCache | None = None,
+    follow_external_symlinks: bool = False,
+) -> ScanReport:
+    """Every flag in the code under ``paths`` (``flagtrace.inventory``), riskiest first.
+
+    No jedi: the inventory is the fallback of the hook and the review bot when
+    no flag is configured, and has to answer in seconds; ``check`` on a chosen
+    flag is where jedi may settle the calls a verdict rests on."""
+    from flagtrace.inventory import inventory
+
+    project = load_project(
+        paths,
+        exclude=exclude,
+        jobs=jobs,
+        on_result=on_result,
+        on_start=on_start,
+        cache=cache,
+        follow_external_symlinks=follow_external_symlinks,
+    )
+    start = time.perf_counter()
+    graph = build_callgraph(project)
+    flags = inventory(graph)
+    return ScanReport(
+        flags=tuple(flags),
+        errors=project.diagnostics,
+        files=len(project.summaries),
+        lines=project.lines,
+        seconds=project.seconds + time.perf_counter() - start,
+    )

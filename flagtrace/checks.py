@@ -4,7 +4,9 @@ explanations are in ``flagtrace.rules``)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
+from flagtrace.callgraph import CallGraph
 from flagtrace.effects import FlagEffects, Setter, ValueKind, sets_flag
 from flagtrace.interpret import Interpreter
 from flagtrace.model import (
@@ -32,11 +34,15 @@ def _hazard(kind: HazardKind, function: str, location: Location, detail: str) ->
     return Hazard(r.code, kind, function, location, r.summary, detail)
 
 
-def find_hazards(fx: FlagEffects, interp: Interpreter) -> list[Hazard]:
+def find_hazards(
+    fx: FlagEffects, interp: Interpreter, threads: Threads | None = None
+) -> list[Hazard]:
+    """Every hazard of the flag's setters. ``threads`` (from ``threads_of``) saves
+    walking the call graph for thread targets again when many flags are checked."""
     out: list[Hazard] = []
     for setter in fx.setters.values():
         out.extend(_setter_hazards(fx, interp, setter))
-    out.extend(_thread_hazards(fx, interp))
+    out.extend(_thread_hazards(fx, interp, threads))
     unique = {(h.kind, h.function): h for h in out}
     return sorted(unique.values(), key=lambda h: (h.location.path, h.location.line, h.code))
 
@@ -208,11 +214,27 @@ def _harmless(func: object, flag: str) -> bool:
 _THREAD_TARGET_ATTRS = {"submit": 0, "map": 0, "run_in_executor": 1, "start_new_thread": 0}
 
 
-def _thread_targets(fx: FlagEffects) -> list[tuple[str, Location]]:
+@dataclass(frozen=True, slots=True)
+class Threads:
+    """What the thread check needs of the call graph, whatever the flag: the functions
+    handed to a thread or executor, and every function's certain (not by-name) callees."""
+
+    targets: list[tuple[str, Location]]
+    callees: dict[str, set[str]]
+
+
+def threads_of(graph: CallGraph) -> Threads:
+    callees: dict[str, set[str]] = {}
+    for (qn, _), cs in graph.call_sites():
+        callees.setdefault(qn, set()).update(c.qualname for c in cs if not c.resolution.weak)
+    return Threads(_thread_targets(graph), callees)
+
+
+def _thread_targets(graph: CallGraph) -> list[tuple[str, Location]]:
     """Functions handed to a thread or executor: (function, where it is handed over)."""
     out: list[tuple[str, Location]] = []
-    for (qn, site), callees in fx.graph.call_sites():
-        scope = fx.p.scopes[qn]
+    for (qn, site), callees in graph.call_sites():
+        scope = graph.program.scopes[qn]
         call = scope.calls[site]
         names = [c.qualname for c in callees]
         args = []
@@ -225,19 +247,22 @@ def _thread_targets(fx: FlagEffects) -> list[tuple[str, Location]]:
             if looks_external and len(call.args) > i and call.args[i].keyword is None:
                 args = [call.args[i].value]
         for a in args:
-            for function in fx.graph.values.functions(qn, a):
+            for function in graph.values.functions(qn, a):
                 out.append((function, call.location))
     return out
 
 
-def _thread_hazards(fx: FlagEffects, interp: Interpreter) -> Iterator[Hazard]:
-    targets = _thread_targets(fx)
-    if not targets or not fx.setters:
+def _thread_hazards(
+    fx: FlagEffects, interp: Interpreter, threads: Threads | None
+) -> Iterator[Hazard]:
+    if not fx.setters:
         return
     # only calls we are sure of: by-name fan-out would make every flag look shared
-    callees: dict[str, set[str]] = {}
-    for (qn, _), cs in fx.graph.call_sites():
-        callees.setdefault(qn, set()).update(c.qualname for c in cs if not c.resolution.weak)
+    if threads is None:
+        threads = threads_of(fx.graph)
+    targets, callees = threads.targets, threads.callees
+    if not targets:
+        return
     setters = set(fx.setters)
     for cls_setter in [s for s in fx.setters.values() if s.kind is SetterKind.CLASS]:
         setters.add(cls_setter.function)

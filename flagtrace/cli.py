@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any, get_args
 import click
 
 from flagtrace import __version__
-from flagtrace.report import CALLGRAPH, CHECK, CallGraphReport, RenderOptions, Terminal
+from flagtrace.report import CALLGRAPH, CHECK, SCAN, CallGraphReport, RenderOptions, Terminal
 
 if TYPE_CHECKING:
-    from flagtrace.model import AnalysisReport, Diagnostic
+    from flagtrace.model import AnalysisReport, Diagnostic, ScanReport
 
 
 class ExitCode(enum.IntEnum):
@@ -203,7 +203,13 @@ def _witness_count(ctx: click.Context, param: click.Parameter, value: str) -> in
     "entries",
     multiple=True,
     metavar="QUALNAME",
-    help="Entry point to judge (repeatable); default: discover them.",
+    help="Entry point to judge, or an fnmatch pattern of qualnames (repeatable); "
+    "default: discover them.",
+)
+@click.option(
+    "--include-tests",
+    is_flag=True,
+    help="Discover entry points in tests too (test modules, test_* functions, Test* classes).",
 )
 @click.option(
     "--read",
@@ -252,6 +258,7 @@ def check_cmd(
     flags: tuple[str, ...],
     entries: tuple[str, ...],
     reads: tuple[str, ...],
+    include_tests: bool,
     fmt: str,
     witnesses: int | None,
     ignore: tuple[str, ...],
@@ -289,6 +296,7 @@ def check_cmd(
         reads=(*config.reads, *reads),
         jedi_budget=jedi_budget if jedi_budget is not None else config.jedi_budget,
         configured_entries=config.entries,
+        include_tests=include_tests or config.include_tests,
         cache=_cache(cache_dir, no_cache),
         on_start=status.on_start,
         on_result=status.on_result,
@@ -438,6 +446,85 @@ def cache_clear_cmd(cache_dir: Path | None) -> None:
     except OSError as exc:
         raise FlagtraceError(f"cannot clear the cache: {exc.strerror or exc}") from None
     click.echo(f"flagtrace: removed {removed} cache entries from {cache.directory}")
+
+
+@cli.command("scan")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(SCAN.names()), default="rich", show_default=True)
+@_common_options
+def scan_cmd(
+    paths: tuple[Path, ...],
+    fmt: str,
+    exclude: tuple[str, ...],
+    jobs: int | None,
+    output: Path | None,
+    quiet: bool,
+    jedi_budget: float | None,
+    cache_dir: Path | None,
+    no_cache: bool,
+    follow_external_symlinks: bool,
+) -> None:
+    """List every flag in PATHS (module globals written from a function), riskiest first.
+
+    Exit 1 when any flag has a hazard. --jedi-budget is accepted and unused: the
+    inventory resolves calls without jedi, to answer in seconds."""
+    from flagtrace.api import scan
+
+    config = _config(paths)
+    status = _run_status(quiet)
+    report = scan(
+        [str(p) for p in paths],
+        exclude=(*config.exclude, *exclude),
+        jobs=jobs if jobs is not None else config.jobs,
+        cache=_cache(cache_dir, no_cache),
+        on_start=status.on_start,
+        on_result=status.on_result,
+        follow_external_symlinks=follow_external_symlinks,
+    )
+    status.close()
+    if not report.files and not report.errors:
+        raise FlagtraceError("no Python files to analyse in " + ", ".join(str(p) for p in paths))
+    reporter = SCAN[fmt]
+    _write(reporter.render(report, _render_options(output)), output)
+    if not reporter.human or output is not None:
+        _print_diagnostics(report.errors)
+    if not quiet:
+        click.echo(status.summary(len(report.errors)), err=True)
+    raise SystemExit(scan_exit_code(report))
+
+
+def scan_exit_code(report: ScanReport) -> ExitCode:
+    """2 if anything could not be analysed, else 1 if any flag has a hazard, else 0."""
+    if report.errors:
+        return ExitCode.ERROR
+    return ExitCode.FINDINGS if any(f.hazards for f in report.flags) else ExitCode.CLEAN
+
+
+@cli.command("explain")
+@click.argument("code", required=False)
+def explain_cmd(code: str | None) -> None:
+    """Explain finding CODE (e.g. FT101) with a bad and a fixed example; no CODE: list them all."""
+    from flagtrace.rules import BY_CODE, EXAMPLE_FLAG
+
+    if code is None:
+        for listed in BY_CODE.values():
+            click.echo(f"{listed.code}  {listed.summary}")
+        return
+    rule = BY_CODE.get(code.strip().upper())
+    if rule is None:
+        raise FlagtraceError(f"unknown code {code!r} (known: {', '.join(BY_CODE)})")
+    import textwrap
+
+    def block(source: str) -> str:
+        return textwrap.indent(source.rstrip("\n"), "    ")
+
+    click.echo(
+        f"{rule.code}: {rule.summary}\n\n"
+        f"{textwrap.fill(rule.explanation, 88)}\n\n"
+        f"Example (`flagtrace example.py --flag {EXAMPLE_FLAG}` reports {rule.code}):\n\n"
+        f"{block(rule.bad)}\n\n"
+        f"Fixed:\n\n{block(rule.fixed)}"
+    )
 
 
 def exit_code_for(report: AnalysisReport) -> ExitCode:

@@ -13,6 +13,7 @@ error naming the file (exit code 2), never a traceback.
     jedi-budget = 5.0
     ignore = ["FT104"]              # codes dropped everywhere
     baseline = "flagtrace-baseline.json"  # relative to this pyproject.toml
+    include-tests = false  # judge discovered test functions and modules too
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Config:
     jedi_budget: float = 5.0
     ignore: tuple[str, ...] = ()
     baseline: str | None = None  # resolved against the pyproject.toml's directory
+    include_tests: bool = False
     source: str | None = None  # the file it came from
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -57,6 +59,7 @@ _SCHEMA: dict[str, tuple[str, type[Any], type[Any] | None]] = {
     "jedi-budget": ("jedi_budget", float, None),
     "ignore": ("ignore", list, str),
     "baseline": ("baseline", str, None),
+    "include-tests": ("include_tests", bool, None),
 }
 
 
@@ -95,7 +98,7 @@ def load_config(path: Path | None) -> Config:
         attr, expected, element = _SCHEMA[key]
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
-        if not isinstance(value, expected) or isinstance(value, bool):
+        if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
             raise ConfigError(
                 f"{path}: [tool.flagtrace] {key} must be {_describe(expected, element)}"
             )
@@ -118,4 +121,6 @@ def load_config(path: Path | None) -> Config:
 def _describe(expected: type, element: type | None) -> str:
     if element is not None:
         return f"a list of {element.__name__}s"
-    return {int: "an integer", float: "a number", str: "a string"}.get(expected, expected.__name__)
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false"}.get(
+        expected, expected.__name__
+    )

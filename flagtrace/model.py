@@ -843,3 +843,37 @@ class AnalysisReport:
     #: findings dropped by ``# flagtrace: ignore`` comments and ignored codes
     suppressed: int = 0
     baseline: BaselineOutcome | None = None
+    #: discovered entry points not judged because they are tests (``--include-tests``)
+    entries_left_out: int = 0
+
+
+@record
+class FlagInventory:
+    """One flag as ``flagtrace scan`` lists it: a module global some function writes."""
+
+    qualname: str
+    location: Location  # the module-level assignment
+    initial: str
+    #: functions that set it (the ones ``check`` would analyse), with their hazard kinds
+    setters: tuple[SetterFinding, ...]
+    #: every function that writes it (setters, resets, ``del``), sorted
+    writers: tuple[str, ...]
+    #: functions that just return it (calling one is a read)
+    accessors: tuple[str, ...]
+    #: read sites: direct reads, and calls of accessors
+    reads: int
+    #: distinct modules those reads are in
+    reader_modules: int
+    hazards: tuple[Hazard, ...]
+
+
+@record
+class ScanReport:
+    """What ``flagtrace scan`` reports: every flag, riskiest first (hazards, then
+    readers in more modules, then more reads)."""
+
+    flags: tuple[FlagInventory, ...]
+    errors: tuple[Diagnostic, ...]
+    files: int = 0
+    lines: int = 0
+    seconds: float = 0.0

@@ -19,6 +19,9 @@ Usage (from the repository root)::
     python tests/regen_goldens.py --check    # compare only; exit 1 and print diffs on a difference
     python tests/regen_goldens.py CASE...    # only these cases
 
+The same for the `flagtrace scan` cases under ``fixtures/scan/<case>`` (same files; the command
+is ``flagtrace scan . ARGS --format json``).
+
 flagtrace runs as a subprocess (``python -m flagtrace``), so the code that produces the goldens
 is whichever ``flagtrace`` the environment imports (``PYTHONPATH`` chooses a checkout), and the
 run gets the fixed hash seed of a real command line. Only the standard library is imported here:
@@ -41,6 +44,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = REPO / "fixtures" / "flags"
+#: ``flagtrace scan`` cases, laid out the same way; their command is ``flagtrace scan . ARGS``.
+SCAN_CASES = REPO / "fixtures" / "scan"
 CASE_FILE = "case.json"
 GOLDEN_FILE = "expected.json"
 #: The keys of a case.json, all required: a typo fails loudly instead of asking less.
@@ -83,9 +88,16 @@ class Case:
         return self.root / GOLDEN_FILE
 
     @property
+    def subcommand(self) -> str:
+        """``scan`` for the cases under ``fixtures/scan``, else ``check``."""
+        return "scan" if self.root.parent.name == SCAN_CASES.name else "check"
+
+    @property
     def command(self) -> str:
         """The command line the golden records, for messages."""
-        return f"cd {self.root} && flagtrace . {' '.join(self.args)} --format json"
+        return (
+            f"cd {self.root} && flagtrace {self.subcommand} . {' '.join(self.args)} --format json"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +141,7 @@ def run_case(case: Case, cache_dir: Path) -> Run:
     ``cache_dir`` only keeps the summary cache away from the user's.
     """
     env = dict(os.environ, FLAGTRACE_CACHE_DIR=str(cache_dir))
-    command = [sys.executable, "-m", "flagtrace", ".", *case.args]
+    command = [sys.executable, "-m", "flagtrace", case.subcommand, ".", *case.args]
     command += ["--format", "json", "-q", "--no-cache"]
     done = subprocess.run(
         command, cwd=case.root, env=env, capture_output=True, text=True, encoding="utf-8"
@@ -181,12 +193,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--check", action="store_true", help="write nothing; exit 1 if a golden differs"
     )
     parser.add_argument(
-        "--cases-dir", type=Path, default=CASES, help=f"where the cases are (default: {CASES})"
+        "--cases-dir",
+        type=Path,
+        action="append",
+        help=f"where the cases are (default: {CASES} and {SCAN_CASES})",
     )
     args = parser.parse_args(argv)
     failed = 0
     with tempfile.TemporaryDirectory(prefix="flagtrace-goldens-") as cache:
-        for root in case_roots(args.cases_dir, args.cases):
+        dirs = args.cases_dir or [CASES, SCAN_CASES]
+        roots = [r for d in dirs for r in case_roots(d)]
+        if args.cases:
+            unknown = sorted(set(args.cases) - {r.name for r in roots})
+            if unknown:
+                raise SystemExit(f"regen_goldens: no case named {', '.join(unknown)}")
+            roots = [r for r in roots if r.name in args.cases]
+        for root in roots:
             case = Case.load(root)
             run = run_case(case, Path(cache))
             golden = case.golden.read_text(encoding="utf-8") if case.golden.is_file() else None

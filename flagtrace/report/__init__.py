@@ -1,10 +1,11 @@
 """Reporters: one module per output format, looked up by name in a registry.
 
-Two things get reported: the check report (``AnalysisReport``, ``flagtrace
-check``) and the call graph (``CallGraphReport``, ``flagtrace callgraph``), each
-with its registry, ``CHECK`` and ``CALLGRAPH``. A format is a module of this
-package named after its registry and format, ``check_<name>.py`` or
-``callgraph_<name>.py`` (``_`` in the name stands for ``-``), defining::
+Three things get reported: the check report (``AnalysisReport``, ``flagtrace
+check``), the call graph (``CallGraphReport``, ``flagtrace callgraph``) and the
+flag inventory (``ScanReport``, ``flagtrace scan``), each with its registry,
+``CHECK``, ``CALLGRAPH`` and ``SCAN``. A format is a module of this package
+named after its registry and format, ``check_<name>.py``, ``callgraph_<name>.py``
+or ``scan_<name>.py`` (``_`` in the name stands for ``-``), defining::
 
     def render(report: AnalysisReport, options: RenderOptions) -> Iterable[str]: ...
     HUMAN = True  # optional, see Reporter.human
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
 if TYPE_CHECKING:
     from flagtrace.callgraph import CallGraph
-    from flagtrace.model import AnalysisReport, Diagnostic
+    from flagtrace.model import AnalysisReport, Diagnostic, ScanReport
 
 Subject = TypeVar("Subject")
 #: The escape codes a terminal understands, named as rich names its colour systems.
@@ -107,3 +108,4 @@ class Registry(Generic[Subject]):
 
 CHECK: Registry[AnalysisReport] = Registry("check")
 CALLGRAPH: Registry[CallGraphReport] = Registry("callgraph")
+SCAN: Registry[ScanReport] = Registry("scan")

@@ -140,6 +140,7 @@ def to_dict(report: AnalysisReport) -> dict[str, Any]:
             "files": report.files,
             "lines": report.lines,
             "seconds": round(report.seconds, 3),
+            "entries_left_out": report.entries_left_out,
         },
     }
 

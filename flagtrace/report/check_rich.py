@@ -463,6 +463,15 @@ def render(report: AnalysisReport, options: RenderOptions) -> Iterator[str]:
         console.print(Text(f"error: {d}", style="red"))
     for line in _left_out(report):
         console.print(Text(line, style="dim"))
+    if report.entries_left_out:
+        n = report.entries_left_out
+        console.print(
+            Text(
+                f"{n} discovered test entry point{'s' if n != 1 else ''} left out "
+                "(--include-tests to judge them)",
+                style="dim",
+            )
+        )
     console.print(
         Text(
             f"{report.files} files, {report.lines} lines analysed in {report.seconds:.1f}s",

@@ -204,6 +204,7 @@ class GuardKind(enum.Enum):
     WHILE = "while"
     EXCEPT = "except"  # ``text`` is the caught type
     CASE = "case"  # ``text`` is ``case PATTERN [if GUARD]``
+    ASSERT = "assert"  # ``assert TEST``: a branch (negated) whose body raises
 
 
 @record

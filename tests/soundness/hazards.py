@@ -107,8 +107,9 @@ def generate(ch: Chooser) -> Case:
     final_pre = ch.choice(("none", "harmless", "fail", "ext")) if reset_pos != "none" else "none"
     exit_true = kind == "class" and ch.chance(30)
     return Case(
-        kind, set_form, reset_form, restore, reset_pos, guard, between, handler, final_pre, exit_true
-    )
+        kind, set_form, reset_form, restore, reset_pos, guard, between, handler, final_pre,
+        exit_true,
+    )  # fmt: skip
 
 
 def random_cases(seed: int, n: int) -> list[Case]:
@@ -215,20 +216,20 @@ def render(case: Case, package: str) -> str:
     add(1, "if x == k:")
     add(2, 'raise ValueError("fail")')
     add(1, "return x")
-    uses = {case.set_form, case.reset_form if case.reset_pos != "none" else ""}
-    if "helper" in uses or "param" in uses:
+    resets = case.reset_form if case.reset_pos != "none" else ""
+    if resets == "helper" or case.set_form == "param":
         add(0, "")
         add(0, "")
         add(0, "def _put(value):")
         add(1, "global FLAG")
         add(1, "FLAG = value")
-    if "helper" in uses:
+    if case.set_form == "helper":
         add(0, "")
         add(0, "")
         add(0, "def _on():")
         add(1, "global FLAG")
         add(1, "FLAG = True")
-    if "method" in uses:
+    if "method" in (case.set_form, resets):
         add(0, "")
         add(0, "")
         add(0, "class _Ctl:")
@@ -499,7 +500,8 @@ class Difference:
         found = "\n".join(f"    {h}" for h in self.flagtrace.hazards) or "    (none)"
         return (
             f"case {self.index} ({self.case.shape}): running it gives {self.behaviour}, "
-            f"flagtrace gives {self.flagtrace.codes}\n{self.source}\n  flagtrace's hazards:\n{found}"
+            f"flagtrace gives {self.flagtrace.codes}\n{self.source}\n"
+            f"  flagtrace's hazards:\n{found}"
         )
 
 

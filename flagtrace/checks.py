@@ -15,6 +15,7 @@ from flagtrace.model import (
     CallStep,
     DecoratorKind,
     Flow,
+    GuardKind,
     Hazard,
     HazardKind,
     Location,
@@ -60,6 +61,7 @@ _HARMLESS_FUNCS = frozenset(
         "frozenset", "setattr", "print", "super", "sorted", "reversed", "min", "max",
     }
 )  # fmt: skip
+_EXCEPTION_SUFFIXES = ("Error", "Exception", "Warning")
 _HARMLESS_METHODS = frozenset(
     {
         "append", "extend", "add", "update", "get", "items", "keys", "values",
@@ -107,6 +109,9 @@ class _Judge:
             return SetterKind.CLASS
         return SetterKind.FUNCTION
 
+    def _is_exit(self, qn: str) -> bool:
+        return self.p.scopes[qn].name in ("__exit__", "__aexit__") and bool(self.p.method_class(qn))
+
     def _callers(self, qn: str) -> set[str]:
         """The scopes that call the setter function ``qn`` (to set or to reset)."""
         return set(self.fx.graph.scope_callers(qn))
@@ -129,14 +134,15 @@ class _Judge:
         out: dict[str, SetterKind] = {}
         delegated: set[str] = set()
         for qn, setter in self.fx.setters.items():
-            if self.p.scopes[qn].name in ("__exit__", "__aexit__") and self.p.method_class(qn):
+            if self._is_exit(qn):
                 continue  # judged with its ``__enter__``
             if setter.kind is SetterKind.FUNCTION:
                 callers = self._callers(qn)
                 if callers and all(self._pairs(c) for c in callers):
                     delegated.add(qn)
                     for c in callers:
-                        out.setdefault(c, self._kind(c))
+                        if not self._is_exit(c):
+                            out.setdefault(c, self._kind(c))
                     continue
             out[qn] = setter.kind
         # context managers that set through a helper are judged whatever the helper is
@@ -191,8 +197,12 @@ class _Judge:
         """Why ``step`` can raise, or None."""
         if isinstance(step, RaiseStep):
             return f"the `raise` at line {step.location.line}"
+        if isinstance(step, Branch) and step.guard is not None:
+            if step.guard.kind is GuardKind.ASSERT:
+                return f"the `assert {step.guard.text}` at line {step.location.line}"
+            return None
         if isinstance(step, YieldStep):
-            return "the `with` body raises" if generator_cm else None
+            return "the `with` body" if generator_cm else None
         if not isinstance(step, CallStep):
             return None
         call = scope.calls[step.site]
@@ -201,12 +211,12 @@ class _Judge:
         callees = self.fx.graph.site_callees(scope.qualname, step.site)
         if not callees or any(not c.analysed for c in callees):
             return (
-                f"`{call.text}` (line {call.location.line}) calls code flagtrace cannot see through"
+                f"`{call.text}` (line {call.location.line}), a call flagtrace cannot see through,"
             )
         for c in callees:
             why = self._can_raise(c.qualname)
             if why is not None:
-                return f"`{call.text}` (line {call.location.line}) can raise: {why}"
+                return f"`{call.text}` (line {call.location.line}), where {why},"
         return None
 
     def _can_raise(self, qn: str) -> str | None:
@@ -222,10 +232,12 @@ class _Judge:
                 if isinstance(step, RaiseStep):
                     why = f"{scope.name}() raises at line {step.location.line}"
                     break
-                inner = self._raises(scope, step, False)
-                if inner is not None:
-                    why = f"{scope.name}() calls {inner}"
-                    break
+            else:
+                for step in walk(scope.flow):
+                    inner = self._raises(scope, step, False)
+                    if inner is not None:
+                        why = f"{scope.name}() calls {inner.rstrip(',')}"
+                        break
         self._raisers[qn] = why
         return why
 
@@ -268,9 +280,7 @@ class _Judge:
                 HazardKind.EXCEPTION_LEAK,
                 qn,
                 where,
-                f"{name} stays set if {why}"
-                if generator and why.startswith("the `with`")
-                else f"{name} stays set when {why}: the exception skips the reset",
+                f"{name} stays set if {why} raises: the exception skips the reset",
             )
         yield from self._constant_reset(qn, scope, scope, resets)
 
@@ -290,7 +300,7 @@ class _Judge:
                 HazardKind.EXCEPTION_LEAK,
                 qn,
                 where,
-                f"{name} stays set when {why}: an exception in `__enter__` skips `__exit__`",
+                f"{name} stays set if {why} raises: an exception in `__enter__` skips `__exit__`",
             )
         elif exit_scope is not None:
             leak = self._leak(exit_scope, exit_scope.flow, True, False)
@@ -300,7 +310,7 @@ class _Judge:
                     HazardKind.EXCEPTION_LEAK,
                     qn,
                     where,
-                    f"{name} stays set when {why}: the exception skips the reset in `__exit__`",
+                    f"{name} stays set if {why} raises: it skips the reset in `__exit__`",
                 )
         if exit_scope is not None:
             yield from self._constant_reset(qn, scope, exit_scope, resets)
@@ -424,7 +434,9 @@ class _Judge:
                         held = ends
                 elif isinstance(step, WithBlock):
                     held = scan(step.body, held, frames)
-                elif isinstance(step, Branch):
+                elif isinstance(step, Branch) and not (
+                    step.guard is not None and step.guard.kind is GuardKind.ASSERT
+                ):
                     first = scan(step.body, held, frames)
                     if step.loop and first is not None:
                         first = bool(scan(step.body, held or first, frames)) or first or held
@@ -458,7 +470,8 @@ def _harmless(func: object, flag: str) -> bool:
     builtins such as ``len``/``isinstance``, container bookkeeping, and configuring
     the object just stored in the flag (``_ctx.set_layers(...)``)."""
     if isinstance(func, NameExpr):
-        return func.name in _HARMLESS_FUNCS
+        # an exception being built for a ``raise``: the ``raise`` is what raises
+        return func.name in _HARMLESS_FUNCS or func.name.endswith(_EXCEPTION_SUFFIXES)
     if not isinstance(func, AttrExpr):
         return False
     if func.attr in _HARMLESS_METHODS:

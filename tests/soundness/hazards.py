@@ -233,13 +233,16 @@ def render(case: Case, package: str) -> str:
         add(0, "")
         add(0, "")
         add(0, "class _Ctl:")
-        add(1, "def on(self):")
-        add(2, "global FLAG")
-        add(2, "FLAG = True")
-        add(0, "")
-        add(1, "def put(self, value):")
-        add(2, "global FLAG")
-        add(2, "FLAG = value")
+        if case.set_form == "method":
+            add(1, "def on(self):")
+            add(2, "global FLAG")
+            add(2, "FLAG = True")
+        if case.set_form == "method" and resets == "method":
+            add(0, "")
+        if resets == "method":
+            add(1, "def put(self, value):")
+            add(2, "global FLAG")
+            add(2, "FLAG = value")
         add(0, "")
         add(0, "")
         add(0, "_CTL = _Ctl()")

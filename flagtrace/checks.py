@@ -269,6 +269,8 @@ class _Judge:
                 yield _hazard(
                     HazardKind.STICKY, qn, set_at, f"{name} is left set when {scope.name}() returns"
                 )
+                # a path that resets still clears an outer use early
+                yield from self._constant_reset(qn, scope, scope, resets)
                 return
             if not resets:
                 return

@@ -508,8 +508,22 @@ class Difference:
         )
 
 
+BATCH = 50  # cases per subprocess and analysis: one flag's analysis walks every module
+
+
 def compare(root: Path, cases: Sequence[Case]) -> list[Difference]:
-    """Write, run and analyse ``cases`` under ``root``; the cases where they disagree."""
+    """Write, run and analyse ``cases`` under ``root`` (in batches of ``BATCH``);
+    the cases where running and flagtrace disagree, numbered from 0 over ``cases``."""
+    out: list[Difference] = []
+    for start in range(0, len(cases), BATCH):
+        batch = root / f"batch{start // BATCH}"
+        for d in _compare_batch(batch, cases[start : start + BATCH]):
+            d.index += start
+            out.append(d)
+    return out
+
+
+def _compare_batch(root: Path, cases: Sequence[Case]) -> list[Difference]:
     flags = write_package(root, cases)
     behaviour = run_cases(root, cases)
     static = analyse_cases(root, flags)

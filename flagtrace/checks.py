@@ -202,7 +202,11 @@ class _Judge:
                 return f"the `assert {step.guard.text}` at line {step.location.line}"
             return None
         if isinstance(step, YieldStep):
-            return "the `with` body" if generator_cm else None
+            if not generator_cm:
+                return None
+            if self._kind(scope.qualname) is SetterKind.FUNCTION:
+                return "the code consuming the generator (at the `yield`)"
+            return "the `with` body"
         if not isinstance(step, CallStep):
             return None
         call = scope.calls[step.site]
@@ -274,7 +278,7 @@ class _Judge:
                 return
             if not resets:
                 return
-        generator = kind is not SetterKind.FUNCTION
+        generator = kind is not SetterKind.FUNCTION or scope.is_generator
         leak = self._leak(scope, scope.flow, False, generator)
         if leak is not None:
             where, why = leak

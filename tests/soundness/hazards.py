@@ -514,16 +514,28 @@ BATCH = 50  # cases per subprocess and analysis: one flag's analysis walks every
 def compare(root: Path, cases: Sequence[Case]) -> list[Difference]:
     """Write, run and analyse ``cases`` under ``root`` (in batches of ``BATCH``);
     the cases where running and flagtrace disagree, numbered from 0 over ``cases``."""
+    return compare_with_behaviour(root, cases)[0]
+
+
+def compare_with_behaviour(
+    root: Path, cases: Sequence[Case]
+) -> tuple[list[Difference], dict[int, list[str]]]:
+    """``compare``, and what running each case gave (for the benchmark's counts)."""
     out: list[Difference] = []
+    behaviour: dict[int, list[str]] = {}
     for start in range(0, len(cases), BATCH):
         batch = root / f"batch{start // BATCH}"
-        for d in _compare_batch(batch, cases[start : start + BATCH]):
+        diffs, got = _compare_batch(batch, cases[start : start + BATCH])
+        for d in diffs:
             d.index += start
             out.append(d)
-    return out
+        behaviour.update({start + i: codes for i, codes in got.items()})
+    return out, behaviour
 
 
-def _compare_batch(root: Path, cases: Sequence[Case]) -> list[Difference]:
+def _compare_batch(
+    root: Path, cases: Sequence[Case]
+) -> tuple[list[Difference], dict[int, list[str]]]:
     flags = write_package(root, cases)
     behaviour = run_cases(root, cases)
     static = analyse_cases(root, flags)
@@ -533,4 +545,4 @@ def _compare_batch(root: Path, cases: Sequence[Case]) -> list[Difference]:
         if behaviour[i] != found.codes:
             source = (root / "pkg" / f"c{i}" / "state.py").read_text(encoding="utf-8")
             out.append(Difference(i, case, source, behaviour[i], found))
-    return out
+    return out, behaviour

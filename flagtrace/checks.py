@@ -190,7 +190,7 @@ class _Judge:
         if self.interp.apply_call(scope, step.site, UNSET).set:
             return _SET, call.text
         if not self.interp.apply_call(scope, step.site, SET).set:
-            return _RESET_CONST, call.text
+            return _RESET_CONST, f"a constant by `{call.text}`"
         return None, ""
 
     def _raises(self, scope: Scope, step: Flow, generator_cm: bool) -> str | None:
@@ -286,7 +286,9 @@ class _Judge:
                 HazardKind.EXCEPTION_LEAK,
                 qn,
                 where,
-                f"{name} stays set if {why} raises: the exception skips the reset",
+                f"{name} stays set if {why} raises"
+                if why == "the `with` body"
+                else f"{name} stays set if {why} raises before the reset",
             )
         yield from self._constant_reset(qn, scope, scope, resets)
 
@@ -349,7 +351,7 @@ class _Judge:
                     HazardKind.NON_REENTRANT,
                     qn,
                     where,
-                    f"{self.name} is reset by `{text}` instead of restoring its previous value",
+                    f"{self.name} is reset to {text} instead of its previous value",
                 )
                 return
 

@@ -56,7 +56,7 @@ _SET, _RESET_CONST, _RESTORE = "set", "reset to a constant", "restore"
 #: Callees a reviewer would not call "able to raise" between a set and its ``try``.
 _HARMLESS_FUNCS = frozenset(
     {
-        "len", "isinstance", "issubclass", "id", "type", "repr", "bool", "callable",
+        "len", "str", "isinstance", "issubclass", "id", "type", "repr", "bool", "callable",
         "hasattr", "range", "enumerate", "zip", "list", "tuple", "dict", "set",
         "frozenset", "setattr", "print", "super", "sorted", "reversed", "min", "max",
     }
@@ -282,13 +282,15 @@ class _Judge:
         leak = self._leak(scope, scope.flow, False, generator)
         if leak is not None:
             where, why = leak
+            via = self._set_call(scope)
+            held = f"{name} (set by `{via}`)" if via else name
             yield _hazard(
                 HazardKind.EXCEPTION_LEAK,
                 qn,
                 where,
-                f"{name} stays set if {why} raises"
+                f"{held} stays set if {why} raises"
                 if why == "the `with` body"
-                else f"{name} stays set if {why} raises before the reset",
+                else f"{held} stays set if {why} raises before the reset",
             )
         yield from self._constant_reset(qn, scope, scope, resets)
 
@@ -322,6 +324,13 @@ class _Judge:
                 )
         if exit_scope is not None:
             yield from self._constant_reset(qn, scope, exit_scope, resets)
+
+    def _set_call(self, scope: Scope) -> str | None:
+        """The call that sets the flag, when a callee sets it (``set_x(True)``)."""
+        for step in walk(scope.flow):
+            if self._effect(scope, step)[0] == _SET:
+                return scope.calls[step.site].text if isinstance(step, CallStep) else None
+        return None
 
     def _first_set(self, scope: Scope) -> Location:
         for step in walk(scope.flow):

@@ -116,6 +116,10 @@ class _Judge:
         """The scopes that call the setter function ``qn`` (to set or to reset)."""
         return set(self.fx.graph.scope_callers(qn))
 
+    def _in_function(self, caller: str) -> bool:
+        scope = self.p.scopes.get(caller)
+        return scope is not None and scope.kind in (ScopeKind.FUNCTION, ScopeKind.LAMBDA)
+
     def _pairs(self, caller: str) -> bool:
         """Does ``caller`` take charge of resetting what it sets: a context manager
         (judged itself), or a function that returns with the flag unset?"""
@@ -145,6 +149,11 @@ class _Judge:
                             out.setdefault(c, self._kind(c))
                     continue
             out[qn] = setter.kind
+            # callers that reset it on some path make a pair there too (and may
+            # clear an outer use early): judged as well
+            for c in self._callers(qn) if setter.kind is SetterKind.FUNCTION else ():
+                if self._in_function(c) and not self._is_exit(c) and self._resets(self.p.scopes[c]):
+                    out.setdefault(c, self._kind(c))
         # context managers that set through a helper are judged whatever the helper is
         for (qn, _), _callees in self.fx.graph.call_sites():
             if qn in out or qn in delegated:

@@ -92,6 +92,7 @@ class _Judge:
         self.p = fx.p
         self.name = fx.flag.name
         self._raisers: dict[str, str | None] = {}
+        self._effects: dict[tuple[str, int], tuple[str | None, str]] = {}
 
     # -- who is judged
 
@@ -155,8 +156,8 @@ class _Judge:
                 if self._in_function(c) and not self._is_exit(c) and self._resets(self.p.scopes[c]):
                     out.setdefault(c, self._kind(c))
         # context managers that set through a helper are judged whatever the helper is
-        for (qn, _), _callees in self.fx.graph.call_sites():
-            if qn in out or qn in delegated:
+        for qn in sorted(self.interp.writers):  # only these can set through a call
+            if qn in out or qn in delegated or qn not in self.p.scopes:
                 continue
             kind = self._kind(qn)
             if kind is SetterKind.FUNCTION:
@@ -174,7 +175,14 @@ class _Judge:
     # -- what one statement does
 
     def _effect(self, scope: Scope, step: Flow) -> tuple[str | None, str]:
-        """(``_SET``/``_RESET_CONST``/``_RESTORE``/None, the statement's text)."""
+        """(``_SET``/``_RESET_CONST``/``_RESTORE``/None, the statement's text), memoised."""
+        key = (scope.qualname, id(step))
+        memo = self._effects.get(key)
+        if memo is None:
+            memo = self._effects[key] = self._compute_effect(scope, step)
+        return memo
+
+    def _compute_effect(self, scope: Scope, step: Flow) -> tuple[str | None, str]:
         fx = self.fx
         if isinstance(step, WriteStep):
             w = fx.write_of(step)

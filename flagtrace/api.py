@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from flagtrace.cache import SummaryCache
-from flagtrace.callgraph import CallGraph
 from flagtrace.discover import discover
+from flagtrace.fingerprint import SourceLines
 from flagtrace.index import index_many
 from flagtrace.memory import gc_paused
 from flagtrace.model import (
@@ -27,8 +28,10 @@ from flagtrace.model import (
     SourceFile,
     UnresolvedCall,
 )
-from flagtrace.report.callgraph_pycg import pycg
-from flagtrace.resolve import resolve
+
+if TYPE_CHECKING:
+    from flagtrace.baseline import Baseline
+    from flagtrace.callgraph import CallGraph
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +105,10 @@ def _project(
 def build_callgraph(project: Project, jedi_budget: float = 0.0) -> CallGraph:
     """Resolve calls and build the graph; with a budget, jedi then settles the
     first unresolved sites it can within that many seconds."""
+    # imported here: a run answered from the report cache loads neither networkx nor the resolver
+    from flagtrace.callgraph import CallGraph
+    from flagtrace.resolve import resolve
+
     with gc_paused():  # see flagtrace.memory: resolution is ~2x faster without the collector
         graph = CallGraph.build(resolve(project.summaries))
     if jedi_budget > 0 and graph.unresolved:
@@ -141,6 +148,8 @@ def settle_with_jedi(
 def callgraph_pycg(paths: Sequence[str], jobs: int = 1) -> dict[str, list[str]]:
     """The call graph of ``paths`` in PyCG's JSON shape (used by the benchmark)."""
     project = load_project(paths, jobs=jobs)
+    from flagtrace.report.callgraph_pycg import pycg
+
     return pycg(build_callgraph(project))
 
 
@@ -411,3 +420,28 @@ def analyze_project(
         seconds=project.seconds + time.perf_counter() - start,
     )
     return report, latest[0]
+
+
+def filter_report(
+    report: AnalysisReport,
+    *,
+    ignore: Collection[str] = (),
+    baseline: Baseline | None = None,
+    lines: SourceLines | None = None,
+) -> AnalysisReport:
+    """The findings a person is to be told about: ``report`` without those its source
+    suppresses (``# flagtrace: ignore[...]``) or whose codes are in ``ignore``, then
+    without those ``baseline`` holds, with the counts of both in the report.
+
+    Applied after the analysis and after the report cache, never stored: a cached report
+    stays valid for any comment, ignored code or baseline, and those are read as they
+    are now. ``lines`` reads the source (the files as the report's paths name them).
+    """
+    from flagtrace.baseline import apply_baseline
+    from flagtrace.suppress import apply_suppressions
+
+    lines = lines if lines is not None else SourceLines()
+    report = apply_suppressions(report, lines, ignore)
+    if baseline is not None:
+        report = apply_baseline(report, baseline, lines)
+    return report

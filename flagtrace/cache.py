@@ -3,7 +3,7 @@
 A file's entry is keyed by everything its ``IndexResult`` depends on: the
 sha256 of its bytes, its module name, whether it is a package ``__init__``,
 its path (summaries carry the path in every ``Location``) and ``schema()``:
-the flagtrace version, ``summarize.SUMMARY_FORMAT``, the libcst and Python
+the flagtrace version, ``model.SUMMARY_FORMAT``, the libcst and Python
 versions, and a digest of the indexer's own source (so an edited checkout
 never reads summaries an older indexer wrote, even if nobody bumped
 ``SUMMARY_FORMAT``).
@@ -92,11 +92,14 @@ def default_directory() -> Path:
 
 @lru_cache(maxsize=1)
 def schema() -> str:
-    """Everything besides the file that changes a summary, as one string."""
-    import libcst
+    """Everything besides the file that changes a summary, as one string.
+
+    libcst's version comes from its package metadata: importing libcst itself
+    (0.3 s) would be most of a warm run that parses nothing."""
+    from importlib.metadata import version
 
     from flagtrace import __version__
-    from flagtrace.summarize import INDEXER_SOURCES, SUMMARY_FORMAT
+    from flagtrace.model import INDEXER_SOURCES, SUMMARY_FORMAT
 
     here = Path(__file__).resolve().parent
     digest = hashlib.sha256()
@@ -106,14 +109,14 @@ def schema() -> str:
         except OSError:  # not there, or a zipped install: the versions have to do
             digest.update(name.encode())
     return (
-        f"flagtrace {__version__}; summary {SUMMARY_FORMAT}; libcst {libcst.LIBCST_VERSION}; "
+        f"flagtrace {__version__}; summary {SUMMARY_FORMAT}; libcst {version('libcst')}; "
         f"{sys.implementation.name} {sys.version_info[0]}.{sys.version_info[1]}; "
         f"indexer {digest.hexdigest()[:16]}"
     )
 
 
 def _summary_format() -> int:
-    from flagtrace.summarize import SUMMARY_FORMAT
+    from flagtrace.model import SUMMARY_FORMAT
 
     return SUMMARY_FORMAT
 

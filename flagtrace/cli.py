@@ -180,6 +180,15 @@ def callgraph_cmd(
     raise SystemExit(ExitCode.ERROR if project.diagnostics else ExitCode.CLEAN)
 
 
+def _witness_count(ctx: click.Context, param: click.Parameter, value: str) -> int | None:
+    """``--witnesses``: a count, or ``all`` (None)."""
+    if value == "all":
+        return None
+    if value.isdigit():
+        return int(value)
+    raise click.BadParameter(f"{value!r} is neither a count nor 'all'", ctx, param)
+
+
 @cli.command("check")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
@@ -206,6 +215,37 @@ def callgraph_cmd(
 @click.option(
     "--format", "fmt", type=click.Choice(CHECK.names()), default="rich", show_default=True
 )
+@click.option(
+    "--witnesses",
+    callback=_witness_count,
+    default="3",
+    show_default=True,
+    metavar="N|all",
+    help="Full witnesses per flag in the rich report: the shortest resolved one per read and "
+    "setter (every entry's with --entry).",
+)
+@click.option(
+    "--ignore",
+    "ignore",
+    multiple=True,
+    metavar="CODES",
+    help="Drop findings with these codes everywhere, comma-separated (repeatable; "
+    "adds to [tool.flagtrace] ignore).",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Report and fail only on findings not in this baseline (default: "
+    "[tool.flagtrace] baseline).",
+)
+@click.option(
+    "--write-baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Record today's findings in FILE (exit 0 unless the input has errors).",
+)
 @_common_options
 def check_cmd(
     paths: tuple[Path, ...],
@@ -213,6 +253,10 @@ def check_cmd(
     entries: tuple[str, ...],
     reads: tuple[str, ...],
     fmt: str,
+    witnesses: int | None,
+    ignore: tuple[str, ...],
+    baseline: Path | None,
+    write_baseline: Path | None,
     exclude: tuple[str, ...],
     jobs: int | None,
     output: Path | None,
@@ -223,7 +267,7 @@ def check_cmd(
     follow_external_symlinks: bool,
 ) -> None:
     """Can an entry point run while FLAG is set? Proof, and the setters' hazards."""
-    from flagtrace.api import analyze
+    from flagtrace.api import analyze, filter_report
 
     config = _config(paths)
     flags = flags or config.flags
@@ -231,6 +275,10 @@ def check_cmd(
         raise FlagtraceError(
             "no flag to analyse: pass --flag NAME (or set flags in [tool.flagtrace])"
         )
+    ignored = _ignored_codes(config.ignore, ignore, config.source)
+    accepted = None
+    if write_baseline is None:  # writing one records every finding, whatever the old one held
+        accepted = _load_baseline(baseline if baseline is not None else config.baseline)
     status = _run_status(quiet)
     report = analyze(
         [str(p) for p in paths],
@@ -248,13 +296,64 @@ def check_cmd(
         follow_external_symlinks=follow_external_symlinks,
     )
     status.close()
+    report = filter_report(report, ignore=ignored, baseline=accepted)
     reporter = CHECK[fmt]
-    _write(reporter.render(report, _render_options(output)), output)
+    # entries named on the command line each get their witness, as they always did
+    shown = None if entries else witnesses
+    _write(reporter.render(report, _render_options(output, shown)), output)
     if not reporter.human or output is not None:
         _print_diagnostics(report.errors)
+    if write_baseline is not None:
+        written = _write_baseline(report, write_baseline)
+        if not quiet:
+            click.echo(f"flagtrace: wrote {written} findings to {write_baseline}", err=True)
     if not quiet:
         click.echo(status.summary(len(report.errors)), err=True)
-    raise SystemExit(exit_code_for(report))
+    code = exit_code_for(report)
+    if write_baseline is not None and code is ExitCode.FINDINGS:
+        code = ExitCode.CLEAN  # the findings were just accepted
+    raise SystemExit(code)
+
+
+def _ignored_codes(
+    configured: Sequence[str], given: Sequence[str], source: str | None
+) -> frozenset[str]:
+    """The codes dropped everywhere: ``[tool.flagtrace] ignore`` and ``--ignore``."""
+    from flagtrace.suppress import SuppressionError, check_codes
+
+    try:
+        check_codes(configured)
+    except SuppressionError as exc:
+        raise FlagtraceError(f"{source}: [tool.flagtrace] ignore: {exc}") from None
+    try:
+        return check_codes([*configured, *given])
+    except SuppressionError as exc:
+        raise FlagtraceError(f"--ignore: {exc}") from None
+
+
+def _load_baseline(path: str | Path | None) -> Any:
+    """The baseline to filter by (None: none); a missing or malformed file is one line."""
+    from flagtrace.baseline import BaselineError, load_baseline
+
+    if path is None:
+        return None
+    try:
+        return load_baseline(Path(path))
+    except BaselineError as exc:
+        raise FlagtraceError(str(exc)) from None
+
+
+def _write_baseline(report: AnalysisReport, path: Path) -> int:
+    """Record the findings of ``report`` in ``path``; the number of findings written."""
+    from flagtrace.baseline import make_baseline
+    from flagtrace.fingerprint import SourceLines
+
+    baseline = make_baseline(report, SourceLines())
+    try:
+        path.write_text(baseline.dumps(), encoding="utf-8")
+    except OSError as exc:
+        raise FlagtraceError(f"{path}: cannot write baseline: {exc.strerror or exc}") from None
+    return len(baseline.entries)
 
 
 @cli.command("fix")
@@ -356,21 +455,25 @@ def _print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:
         click.echo(f"flagtrace: error: {d}", err=True)
 
 
-def _render_options(output: Path | None) -> RenderOptions:
+def _render_options(output: Path | None, witnesses: int | None = 3) -> RenderOptions:
     """What the report's destination can show, as rich sees it: a file gets plain text
-    120 columns wide; stdout the terminal's width and colours (none when it is a pipe),
-    with rich's environment overrides (``COLUMNS``, ``NO_COLOR``, ``FORCE_COLOR``...)."""
+    120 columns wide (``COLUMNS`` if set); stdout the terminal's width and colours (none
+    when it is a pipe), with rich's environment overrides (``COLUMNS``, ``NO_COLOR``,
+    ``FORCE_COLOR``...)."""
     from rich.console import Console
 
     if output is None:
         console = Console()
     else:
-        console = Console(file=io.StringIO(), width=120, no_color=True)
+        columns = os.environ.get("COLUMNS", "")
+        width = int(columns) if columns.isdigit() and int(columns) > 0 else 120
+        console = Console(file=io.StringIO(), width=width, no_color=True)
     terminals: dict[str | None, Terminal] = {name: name for name in get_args(Terminal)}
     return RenderOptions(
         width=console.width,
         terminal=terminals.get(console.color_system),
         color=not console.no_color,
+        witnesses=witnesses,
     )
 
 

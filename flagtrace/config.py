@@ -11,6 +11,8 @@ error naming the file (exit code 2), never a traceback.
     exclude = ["tests/*", "*_pb2.py"]
     jobs = 2
     jedi-budget = 5.0
+    ignore = ["FT104"]              # codes dropped everywhere
+    baseline = "flagtrace-baseline.json"  # relative to this pyproject.toml
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ class Config:
     exclude: tuple[str, ...] = ()
     jobs: int | None = None
     jedi_budget: float = 5.0
+    ignore: tuple[str, ...] = ()
+    baseline: str | None = None  # resolved against the pyproject.toml's directory
     source: str | None = None  # the file it came from
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -51,6 +55,8 @@ _SCHEMA: dict[str, tuple[str, type[Any], type[Any] | None]] = {
     "exclude": ("exclude", list, str),
     "jobs": ("jobs", int, None),
     "jedi-budget": ("jedi_budget", float, None),
+    "ignore": ("ignore", list, str),
+    "baseline": ("baseline", str, None),
 }
 
 
@@ -103,6 +109,8 @@ def load_config(path: Path | None) -> Config:
             raise ConfigError(f"{path}: [tool.flagtrace] jobs must be at least 1")
         if key == "jedi-budget" and value < 0:
             raise ConfigError(f"{path}: [tool.flagtrace] jedi-budget must not be negative")
+        if key == "baseline":
+            value = str(path.parent / value)
         values[attr] = value
     return Config(source=str(path), **values)
 

@@ -329,7 +329,7 @@ class ExpressionWalker:
         on displays it loses values: ``for fn in [a] + [b]: fn()`` leaves
         ``fn()`` unresolved, where ``for fn in [a, b]`` resolves to both. A fix
         would pass ``parts`` for ``BinaryOperation`` only, and bump
-        ``summarize.SUMMARY_FORMAT``.
+        ``model.SUMMARY_FORMAT``.
         """
         parts: list[Expr] = []
         for child in _expr_children(node):

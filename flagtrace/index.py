@@ -13,18 +13,27 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-import libcst as cst
-
 from flagtrace.memory import gc_paused
-from flagtrace.model import Diagnostic, IndexResult, ModuleSummary, SourceFile
-from flagtrace.summarize import (  # summarize_source: called through this module, tests patch it
+from flagtrace.model import (
     INDEXER_SOURCES,
     SUMMARY_FORMAT,
-    summarize_source,
+    Diagnostic,
+    IndexResult,
+    ModuleSummary,
+    SourceFile,
 )
 
 if TYPE_CHECKING:
     from flagtrace.cache import SummaryCache
+
+
+def summarize_source(source: SourceFile, data: bytes) -> ModuleSummary:
+    """``summarize.summarize_source``, imported on first use: the CST walk (and
+    libcst) load only in a run that parses a file."""
+    from flagtrace.summarize import summarize_source as summarize
+
+    return summarize(source, data)
+
 
 __all__ = [
     "INDEXER_SOURCES",
@@ -89,12 +98,14 @@ def index_file(source: SourceFile, data: bytes | None = None) -> IndexResult:
         return problem(None, f"cannot read file: {(exc.strerror or str(exc)).lower()}")
     if len(data) > limit:
         return problem(None, parseguard.too_large(len(data), limit))
+    from libcst import ParserSyntaxError  # here: a warm run that parses nothing never loads libcst
+
     try:
         summary = _summarize_guarded(source, data)
         return IndexResult(source, summary, digest=summary_digest(summary))
     except parseguard.SourceProblem as exc:
         return problem(exc.line, exc.message)
-    except cst.ParserSyntaxError as exc:
+    except ParserSyntaxError as exc:
         try:
             text: str | None = parseguard.decode(data)[0]
         except parseguard.SourceProblem:

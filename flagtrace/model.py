@@ -61,6 +61,27 @@ def record(cls: type[_T] | None = None, *, order: bool = False) -> Any:
 
 
 # --------------------------------------------------------------------------
+# The summary format
+
+SUMMARY_FORMAT = 5  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
+
+#: The files of ``flagtrace`` whose code decides what a summary holds. The cache
+#: key (``cache.schema``) hashes each of them, so an edited walk never reads
+#: summaries an older one wrote; a new module the walk imports belongs here
+#: (``tests/test_index.py`` fails otherwise).
+INDEXER_SOURCES = (
+    "index.py",
+    "summarize.py",
+    "expressions.py",
+    "positions.py",
+    "scopes.py",
+    "model.py",
+    "parseguard.py",
+    "memory.py",  # how indexing runs, not what it makes; listed since indexing loads it
+)
+
+
+# --------------------------------------------------------------------------
 # Locations and files
 
 
@@ -730,9 +751,22 @@ class FlagReport:
 
 
 @record
+class BaselineOutcome:
+    """What a baseline did to a report: ``matched`` findings were in it (and left the
+    report); ``stale`` of its entries matched nothing (fixed, or changed beyond recognition)."""
+
+    path: str
+    matched: int
+    stale: int
+
+
+@record
 class AnalysisReport:
     flags: tuple[FlagReport, ...]
     errors: tuple[Diagnostic, ...]
     files: int = 0
     lines: int = 0
     seconds: float = 0.0
+    #: findings dropped by ``# flagtrace: ignore`` comments and ignored codes
+    suppressed: int = 0
+    baseline: BaselineOutcome | None = None

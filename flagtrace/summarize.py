@@ -53,23 +53,6 @@ from flagtrace.scopes import Frame, ScopeBuilder
 _TYPE_CHECKING_TESTS = {"TYPE_CHECKING", "typing.TYPE_CHECKING", "t.TYPE_CHECKING"}
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 
-SUMMARY_FORMAT = 5  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
-
-#: The files of ``flagtrace`` whose code decides what a summary holds. The cache
-#: key (``cache.schema``) hashes each of them, so an edited walk never reads
-#: summaries an older one wrote; a new module the walk imports belongs here
-#: (``tests/test_index.py`` fails otherwise).
-INDEXER_SOURCES = (
-    "index.py",
-    "summarize.py",
-    "expressions.py",
-    "positions.py",
-    "scopes.py",
-    "model.py",
-    "parseguard.py",
-    "memory.py",  # how indexing runs, not what it makes; listed since indexing loads it
-)
-
 
 def summarize_source(source: SourceFile, data: bytes) -> ModuleSummary:
     """Parse ``data`` as the file ``source`` and summarise it.

@@ -120,3 +120,27 @@ def test_a_bad_pyproject_is_a_one_line_error_with_exit_code_2(
     assert main([str(tmp_path), "--flag", "X", "--no-cache", "-q"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown key 'flagz'" in err[0] and "Traceback" not in err[0]
+
+
+def test_ignore_and_baseline_are_read_and_the_baseline_is_relative_to_the_file(
+    tmp_path: Path,
+) -> None:
+    path = _write(tmp_path, '[tool.flagtrace]\nignore = ["FT104"]\nbaseline = "ci/bl.json"\n')
+    config = load_config(path)
+    assert config.ignore == ("FT104",)
+    assert config.baseline == str(tmp_path / "ci" / "bl.json")
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('ignore = "FT104"', "ignore must be a list of strs"),
+        ("baseline = 3", "baseline must be a string"),
+    ],
+)
+def test_ignore_and_baseline_of_the_wrong_type_are_one_line_errors(
+    tmp_path: Path, body: str, message: str
+) -> None:
+    path = _write(tmp_path, f"[tool.flagtrace]\n{body}\n")
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 from flagtrace.model import (
@@ -118,23 +119,105 @@ def _rich(report: AnalysisReport, options: RenderOptions) -> str:
 def test_rich_plain_text_shows_every_word() -> None:
     text = _rich(sample_report(), RenderOptions(width=200))
     assert not ESCAPE.search(text)
-    assert "OBSERVES SET pkg.main  evidence: by-name" in text
-    assert "never observes set pkg.other  evidence: unresolved-calls" in text
-    assert "unresolved call at pkg/mod.py:30" in text
-    assert " 1. call  pkg.main -> pkg.run\n" in text  # a direct call has no tag
-    assert " 2. call  pkg.run -> pkg.Model.forward  [by-name]" in text
-    assert " 3. enter pkg.Model.forward enters pkg.enabled()  (flag set from here)" in text
-    assert " 4. call  pkg.Model.forward -> pkg.step  [typed]" in text
+    assert text.startswith(
+        "1 of 2 entry points can run a read of _on while it is set; 1 read, 2 setters, "
+        "hazards FT101 FT102\n"
+    )
+    assert "below, names are relative to pkg. and paths to pkg/\n" in text
+    assert "OBSERVES SET main  evidence: by-name, 6 steps" in text
+    assert "never observes set other  evidence: unresolved-calls" in text
+    assert "unresolved call at mod.py:30" in text
+    assert "   entry main\n" in text
+    assert " 1 call  run\n" in text  # a direct call has no tag
+    assert " 2 call  Model.forward  [by-name]" in text
+    assert " 3 enter enters enabled()  (flag set from here)" in text
+    assert " 4 call  step  [typed]" in text
     assert "guarded by: a > 1" in text
-    assert " 5. set   pkg.step calls sticky setter pkg.set_on()  (before the entry runs)" in text
-    assert " 6. read  pkg.step reads the flag via pkg.is_on()" in text
-    assert "exception-leak, non-reentrant" in text
-    # the hazard table's "why" is the detail, or the summary when there is no detail
+    assert " 5 set   sticky setter set_on()  (in step, before the entry runs)" in text
+    assert " 6 read  reads the flag via is_on()" in text
+    assert "hazards: exception-leak, non-reentrant" in text
+    # the hazards' "why" is the detail, or the summary when there is no detail
     assert "_on stays set: the body raises" in text
     assert "an exception leaves it set" not in text
     assert "not reentrant" in text
     assert "error: pkg/bad.py:2: invalid syntax" in text and "error: <flag>: no x" in text
     assert text.endswith("3 files, 40 lines analysed in 1.2s\n")
+
+
+def _observing(name: str, steps: int, evidence: Evidence, read_line: int) -> EntryVerdict:
+    """An entry whose witness calls ``steps - 2`` times, enters ``pkg.cm`` and reads at
+    ``read_line``."""
+    calls = tuple(
+        WitnessStep(StepKind.CALL, f"pkg.f{i}", _loc(40 + i), f"pkg.f{i + 1}", Resolution.DIRECT)
+        for i in range(steps - 2)
+    )
+    tail = (
+        WitnessStep(StepKind.ENTER, "pkg.f9", _loc(50), "pkg.cm"),
+        WitnessStep(StepKind.READ, "pkg.g", _loc(read_line)),
+    )
+    return EntryVerdict(name, True, evidence, "it can be set", calls + tail)
+
+
+def test_rich_shows_the_best_witness_of_each_read_and_setter_group() -> None:
+    """Discovered entries: a table per (read, setter) group, and by default the shortest
+    resolved witness of each group only; --witnesses all gives every one."""
+    flag = sample_report().flags[0]
+    entries = (
+        _observing("pkg.a.long", 5, Evidence.RESOLVED, 60),
+        _observing("pkg.a.short_by_name", 3, Evidence.BY_NAME, 60),
+        _observing("pkg.a.short", 4, Evidence.RESOLVED, 60),
+        _observing("pkg.b.other", 6, Evidence.RESOLVED, 61),
+    )
+    report = AnalysisReport((replace(flag, entries=entries),), ())
+    text = _rich(report, RenderOptions(width=100))
+    assert text.startswith("4 entry points can run a read of _on while it is set")
+    assert "(2 groups)" in text
+    # the larger group first, its entries module by module, shortest witness first, with the
+    # evidence when it is not "resolved"
+    assert "3 entries, by module:\n" in text and "1 entry, by module:\n" in text
+    assert "a: short_by_name (by-name), short, long\n" in text
+    assert text.index("a: short_by_name") < text.index("b: other\n")
+    heads = re.findall(r"^OBSERVES SET (\S+)", text, re.MULTILINE)
+    assert heads == ["a.short", "b.other"]  # resolved beats shorter by-name
+    assert "witnesses: 2 of 4, the shortest resolved one of each group" in text
+    one = _rich(report, RenderOptions(width=100, witnesses=1))
+    assert re.findall(r"^OBSERVES SET (\S+)", one, re.MULTILINE) == ["a.short"]
+    every = _rich(report, RenderOptions(width=100, witnesses=None))
+    assert len(re.findall(r"^OBSERVES SET ", every, re.MULTILINE)) == 4
+    assert "witnesses:" not in every
+
+
+def test_rich_cuts_nothing_at_80_columns() -> None:
+    """A name longer than the line folds onto the next line instead of ending in an ellipsis."""
+    flag = sample_report().flags[0]
+    long_name = "pkg." + ".".join(f"segment{i}" for i in range(12)) + ".entry"
+    report = AnalysisReport(
+        (replace(flag, entries=(_observing(long_name, 3, Evidence.RESOLVED, 60),)),), ()
+    )
+    text = _rich(report, RenderOptions(width=80))
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert long_name.removeprefix("pkg.") in text.replace("\n", "").replace(" ", "")
+
+
+def test_concise_is_one_sorted_line_per_finding() -> None:
+    flag = sample_report().flags[0]
+    entries = (
+        _observing("pkg.a.long", 5, Evidence.RESOLVED, 60),
+        _observing("pkg.a.short", 4, Evidence.RESOLVED, 60),
+        _observing("pkg.b.other", 6, Evidence.RESOLVED, 9),
+    )
+    report = AnalysisReport((replace(flag, entries=entries),), ())
+    lines = "".join(CHECK["concise"].render(report, RenderOptions())).splitlines()
+    assert lines == [
+        "pkg/mod.py:9:5: FT001 pkg.b.other can run this read of _on while it is set, "
+        "set by pkg.cm() entered in pkg.f9",
+        "pkg/mod.py:11:5: FT101 an exception leaves it set: _on stays set: the body raises "
+        "(in pkg.enabled)",
+        "pkg/mod.py:12:5: FT102 not reentrant (in pkg.enabled)",
+        "pkg/mod.py:60:5: FT001 pkg.a.short and 1 other entry can run this read of _on while "
+        "it is set, set by pkg.cm() entered in pkg.f9",
+    ]
 
 
 def test_rich_lays_out_for_the_width_and_terminal_it_is_given() -> None:
@@ -153,5 +236,8 @@ def test_rich_hands_the_text_on_flag_by_flag() -> None:
     report = sample_report()
     two = AnalysisReport(report.flags * 2, (), files=1, lines=1)
     pieces = list(CHECK["rich"].render(two, RenderOptions()))
-    assert len(pieces) == 3  # each flag, then the errors and the summary
-    assert pieces[0] == pieces[1] and pieces[0].startswith("flag pkg.mod._on")
+    # the answer for each flag, each flag, then the errors and the summary
+    assert len(pieces) == 4
+    answer = "_on: " + pieces[1].partition("\n")[0] + "\n"
+    assert pieces[0] == answer * 2 + "\n"
+    assert pieces[1] == pieces[2] and pieces[1].startswith("1 of 2 entry points")

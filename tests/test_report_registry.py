@@ -24,9 +24,9 @@ def _format_choices(command: click.Command) -> list[str]:
 
 
 def test_the_formats_of_each_registry() -> None:
-    assert CHECK.names() == ["json", "rich"]
+    assert CHECK.names() == ["concise", "json", "rich"]
     assert CALLGRAPH.names() == ["dot", "json", "pycg"]
-    assert CHECK["rich"].human and not CHECK["json"].human
+    assert CHECK["rich"].human and not CHECK["json"].human and not CHECK["concise"].human
     assert not any(CALLGRAPH[name].human for name in CALLGRAPH.names())
 
 
@@ -58,7 +58,7 @@ def test_a_new_module_in_the_package_is_a_new_format(
     (tmp_path / "_shared.py").write_text("", encoding="utf-8")  # a private helper: no format
     monkeypatch.setattr(report_pkg, "__path__", [*report_pkg.__path__, str(tmp_path)])
     monkeypatch.delitem(sys.modules, "flagtrace.report.check_github_markdown", raising=False)
-    assert CHECK.names() == ["github-markdown", "json", "rich"]
+    assert CHECK.names() == ["concise", "github-markdown", "json", "rich"]
     assert CALLGRAPH.names() == ["dot", "json", "pycg"]
     reporter = CHECK["github-markdown"]
     assert reporter.human
@@ -96,8 +96,10 @@ def test_reporters_load_nothing_but_the_model() -> None:
         "flagtrace.report.callgraph_dot",
         "flagtrace.report.callgraph_json",
         "flagtrace.report.callgraph_pycg",
+        "flagtrace.report.check_concise",
         "flagtrace.report.check_json",
         "flagtrace.report.check_rich",
+        "flagtrace.rules",
         "rich",
     ]
 
@@ -129,5 +131,7 @@ def test_the_cli_describes_the_destination(tmp_path: Path, monkeypatch: pytest.M
     assert _render_options(None) == RenderOptions(77, "256", True)
     monkeypatch.setenv("NO_COLOR", "1")
     assert _render_options(None) == RenderOptions(77, "256", False)
-    # FORCE_COLOR reaches a file too, as it did when rich wrote the file itself
-    assert _render_options(tmp_path / "out.txt") == RenderOptions(120, "256", False)
+    # FORCE_COLOR reaches a file too, as it did when rich wrote the file itself, and so does
+    # COLUMNS (a CI log written with -o is as wide as asked)
+    assert _render_options(tmp_path / "out.txt") == RenderOptions(77, "256", False)
+    assert _render_options(None, witnesses=None).witnesses is None

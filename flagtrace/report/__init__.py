@@ -46,7 +46,10 @@ class RenderOptions:
     """What the destination can show. Formats that neither wrap nor style text ignore it.
 
     The CLI fills it in from the destination: a file gets plain text 120
-    columns wide, a terminal its own width and colours.
+    columns wide (``COLUMNS`` if set), a terminal its own width and colours.
+    Whether the destination is a terminal is ``terminal is not None``; the rich
+    report does not need more: it never cuts a cell, on a terminal or in a CI
+    log, because the qualified name it would cut is what the reader came for.
     """
 
     width: int = 120
@@ -54,6 +57,9 @@ class RenderOptions:
     terminal: Terminal | None = None
     #: colours allowed; False (``NO_COLOR``) leaves bold and dim only
     color: bool = True
+    #: how many full witnesses a flag's report shows (the ones that best explain it);
+    #: None: every entry's, as when the entries were named on the command line
+    witnesses: int | None = 3
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,6 +82,15 @@ def to_dict(report: AnalysisReport) -> dict[str, Any]:
         "version": VERSION,
         "flags": [_flag(f) for f in report.flags],
         "errors": [{"file": d.path, "line": d.line, "message": d.message} for d in report.errors],
+        # findings left out: by `# flagtrace: ignore` comments and ignored codes, by a baseline
+        "suppressed": report.suppressed,
+        "baseline": None
+        if report.baseline is None
+        else {
+            "file": report.baseline.path,
+            "matched": report.baseline.matched,
+            "stale": report.baseline.stale,
+        },
         "stats": {
             "files": report.files,
             "lines": report.lines,

@@ -274,6 +274,8 @@ class _Judge:
             return
         if kind is SetterKind.DECORATOR:
             return
+        if setter is None and set_at == scope.location:
+            return  # a caller that only resets (``stop(): set_x(False)``) makes no pair
         resets = self._resets(scope)
         if kind in (SetterKind.CONTEXTMANAGER, SetterKind.ASYNCCONTEXTMANAGER):
             if not resets:

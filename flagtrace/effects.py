@@ -17,10 +17,12 @@ from dataclasses import dataclass
 
 from flagtrace.callgraph import CallGraph
 from flagtrace.model import (
+    AttrExpr,
     CallExpr,
     CallKind,
     CallStep,
     ConstExpr,
+    ContainerExpr,
     DecoratorKind,
     Location,
     NameExpr,
@@ -184,11 +186,21 @@ class FlagEffects:
         self._write_step_kind: dict[int, Write] = {}
         self._alias_memo: dict[tuple[str, str], bool] = {}
         self._shared = shared
+        self._saved_memo: dict[str, set[str]] = {}
         self._find_writes_and_reads()
         self.accessors: set[str] = self._find_accessors()
         self.setters: dict[str, Setter] = self._find_setters()
 
     # -- per-step questions the interpreter asks
+
+    def saved_in(self, scope: Scope) -> set[str]:
+        """What holds the flag's saved value in ``scope``: local names, and the
+        source text of ``self.<attr>`` / ``<stack>.pop()`` restores."""
+        memo = self._saved_memo.get(scope.qualname)
+        if memo is None:
+            memo = _saved_names(scope, self.flag.name) | _saved_slots(self.p, scope, self.flag.name)
+            self._saved_memo[scope.qualname] = memo
+        return memo
 
     def is_flag_read(self, scope: Scope, step: ReadStep) -> bool:
         if step.name != self.flag.name:
@@ -238,7 +250,7 @@ class FlagEffects:
         flag = self.flag
         for qn, scope, steps in self._steps():
             in_module = p.module_of.get(qn) == flag.module
-            saved = _saved_names(scope, flag.name)
+            saved = self.saved_in(scope)
             for step in steps:
                 if isinstance(step, WriteStep) and step.name == flag.name:
                     ours = (step.base is None and in_module) or (
@@ -363,16 +375,57 @@ def sets_flag(kind: ValueKind, initial: ValueKind) -> bool | None:
 
 
 def _saved_names(scope: Scope, flag: str) -> set[str]:
-    """Locals assigned from the flag (``prev = _flag``, ``old = mod._flag``)."""
+    """Locals assigned from the flag (``prev = _flag``, ``old = mod._flag``,
+    ``saved = (_flag, other)``: a tuple restored by ``_flag, other = saved``)."""
     out = set()
     for a in scope.assignments:
         if a.target.name is None:
             continue
         v = a.value
-        if isinstance(v, NameExpr) and v.name == flag:
+        if _is_flag_expr(v, flag) or a.text.split(".")[-1] == flag:
             out.add(a.target.name)
-        elif a.text.split(".")[-1] == flag:
+        elif isinstance(v, ContainerExpr) and any(_is_flag_expr(i, flag) for i in v.items):
             out.add(a.target.name)
+    return out
+
+
+def _is_flag_expr(expr: object, flag: str) -> bool:
+    """``FLAG`` or ``mod.FLAG``."""
+    if isinstance(expr, NameExpr):
+        return expr.name == flag
+    return isinstance(expr, AttrExpr) and expr.attr == flag
+
+
+def _saved_slots(program: Program, scope: Scope, flag: str) -> set[str]:
+    """Where the flag is saved outside locals, as the source text that restores it:
+    ``self._prev`` (``self._prev = FLAG`` in a method of the same class) and
+    ``stack.pop()`` (``stack.append(FLAG)`` in the same function or class). Without
+    these a save/restore kept on the instance or on a stack looks like a set."""
+    owners = [scope]
+    cls = program.method_class(scope.qualname)
+    if cls is not None and cls in program.scopes:
+        owners = [program.scopes[c] for c in program.scopes[cls].children if c in program.scopes]
+    out: set[str] = set()
+    for owner in owners:
+        for a in owner.assignments:
+            t = a.target
+            if (
+                t.attr is not None
+                and isinstance(t.base, NameExpr)
+                and t.base.name == "self"
+                and _is_flag_expr(a.value, flag)
+            ):
+                out.add(f"self.{t.attr}")
+        for call in owner.calls:
+            func = call.func
+            if (
+                isinstance(func, AttrExpr)
+                and func.attr == "append"
+                and isinstance(func.base, NameExpr)
+                and len(call.args) == 1
+                and _is_flag_expr(call.args[0].value, flag)
+            ):
+                out.add(f"{func.base.name}.pop()")
     return out
 
 
@@ -386,6 +439,14 @@ def _classify_write(
         return ValueKind.UNKNOWN, step.value_text, None
     if isinstance(v, ConstExpr):
         return classify_const(v.value), step.value_text, None
+    if step.value_text in saved:  # ``self._prev``, ``stack.pop()``
+        return ValueKind.RESTORE, step.value_text, None
+    if isinstance(v, CallExpr) and v.site < len(scope.calls):
+        if scope.calls[v.site].text in saved:  # ``X, Y = stack.pop(), y``
+            return ValueKind.RESTORE, step.value_text, None
+    if isinstance(v, AttrExpr) and isinstance(v.base, NameExpr):
+        if f"{v.base.name}.{v.attr}" in saved:  # ``X, Y = self._prev, y``
+            return ValueKind.RESTORE, step.value_text, None
     if isinstance(v, NameExpr):
         if v.name in saved:
             return ValueKind.RESTORE, step.value_text, None
@@ -413,8 +474,6 @@ def _mentions(expr: object, name: str) -> bool:
         return expr.name == name
     if isinstance(expr, OpaqueExpr):
         return name in expr.text or any(_mentions(p, name) for p in expr.parts)
-    from flagtrace.model import AttrExpr
-
     if isinstance(expr, AttrExpr):
         return expr.attr == name or _mentions(expr.base, name)
     return False

@@ -27,6 +27,7 @@ from flagtrace.flagstate import (
     yield_protected,
 )
 from flagtrace.model import (
+    AttrExpr,
     Branch,
     CallExpr,
     CallKind,
@@ -36,6 +37,7 @@ from flagtrace.model import (
     Expr,
     Flow,
     Location,
+    NameExpr,
     RaiseStep,
     ReadStep,
     ReturnStep,
@@ -238,6 +240,41 @@ class Interpreter:
             result = join(result, State(unset, set_, origin if set_ else None))
         return result if result is not None else state
 
+    def param_argument(self, scope: Scope, site: int) -> tuple[str, Expr] | None:
+        """``set_x(v)`` where ``set_x`` writes its parameter to the flag: (the
+        setter, the argument's value), or None."""
+        _, active, _ = self._site_callees(scope.qualname, site)
+        call = scope.calls[site]
+        for qn in active:
+            param = self._parameter_write(qn)
+            if param is None:
+                continue
+            names = [p.name for p in self.p.scopes[qn].params]
+            if self.p.method_class(qn) is not None and names:
+                names = names[1:]
+            for i, arg in enumerate(call.args):
+                if arg.keyword == param or (
+                    arg.keyword is None and i < len(names) and names[i] == param
+                ):
+                    return qn, arg.value
+        return None
+
+    def restoring_call(self, scope: Scope, site: int) -> bool:
+        """``set_x(prev)`` with ``prev`` the flag's saved value: a restore made
+        through a parameterized setter."""
+        found = self.param_argument(scope, site)
+        if found is None:
+            return False
+        value = found[1]
+        saved = self.fx.saved_in(scope)
+        if isinstance(value, NameExpr):
+            return value.name in saved
+        if isinstance(value, CallExpr):  # ``set_x(stack.pop())``
+            return scope.calls[value.site].text in saved
+        if isinstance(value, AttrExpr) and isinstance(value.base, NameExpr):  # ``self._prev``
+            return f"{value.base.name}.{value.attr}" in saved
+        return False
+
     def _parameter_write(self, qn: str) -> str | None:
         for w in self.fx.writes.get(qn, ()):
             if w.kind is ValueKind.PARAMETER:
@@ -310,6 +347,8 @@ class Interpreter:
             if entered is not None:
                 return entered
             self._callee_raises(scope, site, state, ctx)
+            if self.restoring_call(scope, site):
+                return ctx.entry
             return self.apply_call(scope, site, state)
         if t is ReadStep:
             if self.fx.is_flag_read(scope, step):  # type: ignore[arg-type]
@@ -567,7 +606,6 @@ class Interpreter:
         """``stack.enter_context(cm())``: the rest of the ``with ExitStack()`` body runs inside."""
         call = scope.calls[site]
         func = call.func
-        from flagtrace.model import AttrExpr
 
         if not (
             isinstance(func, AttrExpr)

@@ -201,9 +201,13 @@ class _Indexer(ExpressionWalker):
         elif isinstance(node, cst.Del):
             self.delete(node.target)
         elif isinstance(node, cst.Assert):
+            # ``assert TEST`` is ``if not TEST: raise AssertionError``: a statement that
+            # can raise (hazards ask which statements can; nesting guards are asserts)
             self.expr(node.test)
             if node.msg is not None:
                 self.expr(node.msg)
+            g = self.guard(node.test, GuardKind.ASSERT, negated=True)
+            self.emit(Branch(g, (RaiseStep(self.loc(node)),), (), self.loc(node)))
         # Pass, Break, Continue: nothing to record
 
     def raise_(self, node: cst.Raise) -> None:

@@ -4,9 +4,9 @@ The golden cases (``tests/test_fix.py``) go through the analysis; these hand the
 rewrite a :class:`Repair` directly, for shapes the analysis rarely produces but
 the rewrite must still get right or refuse: a reset in a callee, ``del`` as the
 reset, one-line clauses, names already taken, setters nested in setters. Also
-the judgement of whether one instance of a class can be entered twice, and two
-known gaps of the analysis that a repaired setter still shows (strict xfails:
-they start passing, and fail, when the engine is fixed).
+the judgement of whether one instance of a class can be entered twice, and that a
+repaired setter shows no hazard (a save kept on ``self``; a call in a handler of a
+``try`` whose ``finally`` restores).
 """
 
 from __future__ import annotations
@@ -399,11 +399,6 @@ def _hazards(tmp_path: Path, source: str, flag: str = "FLAG") -> set[tuple[str, 
     return {(h.function.rpartition(".")[2], h.code) for f in report.flags for h in f.hazards}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine gap: effects._saved_names only knows locals, so `FLAG = self._prev_FLAG` "
-    "in __exit__ is an unknown write and the class is reported sticky (FT103)",
-)
 def test_a_repaired_class_has_no_hazard_left(tmp_path: Path) -> None:
     hazards = _hazards(
         tmp_path,
@@ -424,11 +419,6 @@ def test_a_repaired_class_has_no_hazard_left(tmp_path: Path) -> None:
     assert hazards == set()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine gap: checks._unprotected_span scans `except` handlers as unprotected even "
-    "when the `finally` of their try resets the flag",
-)
 def test_a_call_in_a_handler_of_a_try_whose_finally_restores_is_not_a_leak(
     tmp_path: Path,
 ) -> None:

@@ -877,3 +877,99 @@ class ScanReport:
     files: int = 0
     lines: int = 0
     seconds: float = 0.0
+
+
+# --------------------------------------------------------------------------- review
+
+
+class Change(Word):
+    """What a change (base to head) did to a finding, reader or setter."""
+
+    NEW = "new"  # the head has it, the base had not
+    FIXED = "fixed"  # the base had it, the head has not (findings); REMOVED for readers/setters
+    REMOVED = "removed"
+
+
+@record
+class RelatedLocation:
+    """A place a review finding refers to besides its anchor: the entry point, the
+    set site, the read (``role`` says which, ``message`` what happens there)."""
+
+    role: str  # "entry", "set", "read", "setter", "call"
+    location: Location
+    message: str
+
+
+@record
+class ReviewFinding:
+    """A finding one side of a review has and the other has not, matched by fingerprint
+    (``flagtrace.fingerprint``), never by line.
+
+    ``location`` is the anchor: for a NEW finding, the head-side changed line that
+    causes it (the new read, the edited setter line, the new call or ``with`` on the
+    witness), else the finding's own place with ``anchored`` False; for a FIXED one,
+    its place in the base (paths are repository-relative on both sides).
+    ``verdict``/``hazard`` carry the finding itself (the witness of an FT001 from the
+    side that has it).
+    """
+
+    change: Change
+    code: str  # rules.OBSERVES_SET or a hazard code
+    flag: str
+    function: str  # the entry (FT001) or the setter (hazards)
+    location: Location
+    anchored: bool
+    message: str
+    fingerprint: str  # Fingerprint.digest
+    related: tuple[RelatedLocation, ...] = ()
+    verdict: EntryVerdict | None = None
+    hazard: Hazard | None = None
+
+
+@record
+class FlagChanges:
+    """What a change did to one flag's readers and setters (matched by function and
+    normalised line text), besides the findings."""
+
+    flag: str
+    readers_added: tuple[ReaderFinding, ...] = ()
+    readers_removed: tuple[ReaderFinding, ...] = ()
+    setters_added: tuple[SetterFinding, ...] = ()
+    setters_removed: tuple[SetterFinding, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.readers_added or self.readers_removed or self.setters_added or self.setters_removed
+        )
+
+
+@record
+class ReviewReport:
+    """What ``flagtrace review`` reports: the difference a change makes to the flags.
+
+    ``base``/``head`` are the revisions as given and ``base_commit``/``head_commit``
+    the commits they name (``head_commit`` None for the work tree). ``flags`` were
+    compared (configured, or every flag either side has); ``changes`` has a row only
+    for flags whose readers or setters changed; ``findings`` lists NEW then FIXED,
+    each by path and line. ``changed_files`` are repository-relative.
+    """
+
+    base: str
+    base_commit: str
+    head: str | None
+    head_commit: str | None
+    flags: tuple[str, ...]
+    findings: tuple[ReviewFinding, ...]
+    changes: tuple[FlagChanges, ...]
+    changed_files: tuple[str, ...]
+    errors: tuple[Diagnostic, ...] = ()
+    seconds: float = 0.0
+
+    @property
+    def new(self) -> tuple[ReviewFinding, ...]:
+        return tuple(f for f in self.findings if f.change is Change.NEW)
+
+    @property
+    def fixed(self) -> tuple[ReviewFinding, ...]:
+        return tuple(f for f in self.findings if f.change is Change.FIXED)

@@ -1,11 +1,13 @@
 """Reporters: one module per output format, looked up by name in a registry.
 
-Three things get reported: the check report (``AnalysisReport``, ``flagtrace
-check``), the call graph (``CallGraphReport``, ``flagtrace callgraph``) and the
-flag inventory (``ScanReport``, ``flagtrace scan``), each with its registry,
-``CHECK``, ``CALLGRAPH`` and ``SCAN``. A format is a module of this package
-named after its registry and format, ``check_<name>.py``, ``callgraph_<name>.py``
-or ``scan_<name>.py`` (``_`` in the name stands for ``-``), defining::
+Four things get reported: the check report (``AnalysisReport``, ``flagtrace
+check``), the call graph (``CallGraphReport``, ``flagtrace callgraph``), the
+flag inventory (``ScanReport``, ``flagtrace scan``) and what a change does to
+the flags (``ReviewReport``, ``flagtrace review``), each with its registry,
+``CHECK``, ``CALLGRAPH``, ``SCAN`` and ``REVIEW``. A format is a module of this
+package named after its registry and format, ``check_<name>.py``,
+``callgraph_<name>.py``, ``scan_<name>.py`` or ``review_<name>.py`` (``_`` in
+the name stands for ``-``), defining::
 
     def render(report: AnalysisReport, options: RenderOptions) -> Iterable[str]: ...
     HUMAN = True  # optional, see Reporter.human
@@ -35,7 +37,7 @@ from typing import TYPE_CHECKING, Generic, Literal, TypeVar
 
 if TYPE_CHECKING:
     from flagtrace.callgraph import CallGraph
-    from flagtrace.model import AnalysisReport, Diagnostic, ScanReport
+    from flagtrace.model import AnalysisReport, Diagnostic, ReviewReport, ScanReport
 
 Subject = TypeVar("Subject")
 #: The escape codes a terminal understands, named as rich names its colour systems.
@@ -109,3 +111,4 @@ class Registry(Generic[Subject]):
 CHECK: Registry[AnalysisReport] = Registry("check")
 CALLGRAPH: Registry[CallGraphReport] = Registry("callgraph")
 SCAN: Registry[ScanReport] = Registry("scan")
+REVIEW: Registry[ReviewReport] = Registry("review")

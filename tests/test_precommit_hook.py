@@ -118,9 +118,53 @@ def test_hook_fails_on_a_new_ft101_and_passes_once_the_setter_uses_finally(
     assert again.returncode == 0, again.stdout + again.stderr
 
 
-# BASELINE CASE (issue 11, item 4: suppressions and baselines, built on its own branch).
-# Its test belongs here, beside the two above: `flagtrace check --write-baseline` on the
-# leaky setter, the baseline file committed with `baseline = "FILE"` in [tool.flagtrace],
-# then `run_hook(...)` passes although the FT101 is still there, and fails again once a
-# second, new finding appears. `project`, `hook_home`, `run_hook` and `LEAKY_SETTER` are
-# meant to be reused as they are.
+#: A second setter of the same flag, as leaky as the first: a finding the baseline does not hold.
+SECOND_LEAKY_SETTER = """
+
+@contextmanager
+def tracing_again():
+    global _tracing
+    prev = _tracing
+    _tracing = True
+    yield
+    _tracing = prev
+"""
+
+
+def test_hook_passes_with_a_baseline_that_holds_the_finding_and_fails_on_a_new_one(
+    project: Path, hook_home: Path, tmp_path: Path
+) -> None:
+    setter = project / "pkg" / "flags.py"
+    setter.write_text(LEAKY_SETTER, encoding="utf-8")
+    # today's findings accepted: the CLI as a user runs it, the file committed beside
+    # pyproject.toml and named there
+    written = subprocess.run(
+        [sys.executable, "-m", "flagtrace", "check", ".", "--quiet"]
+        + ["--write-baseline", "flagtrace-baseline.json"],
+        cwd=project,
+        env=dict(os.environ, FLAGTRACE_CACHE_DIR=str(tmp_path / "writer-cache")),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+    )
+    assert written.returncode == 0, written.stdout + written.stderr
+    assert "FT101" in (project / "flagtrace-baseline.json").read_text(encoding="utf-8")
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(
+        pyproject.read_text(encoding="utf-8") + 'baseline = "flagtrace-baseline.json"\n',
+        encoding="utf-8",
+    )
+    accepted = run_hook(project, hook_home, tmp_path)
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    assert re.search(r"^flagtrace\.+Passed$", accepted.stdout, re.MULTILINE), accepted.stdout
+
+    # a line inserted above moves the baselined finding: still matched
+    setter.write_text(
+        setter.read_text(encoding="utf-8").replace('"""\n', '"""\n\n# moved down\n', 1)
+        + SECOND_LEAKY_SETTER,
+        encoding="utf-8",
+    )
+    new = run_hook(project, hook_home, tmp_path)
+    assert new.returncode == 1, new.stdout + new.stderr
+    findings = [line for line in new.stdout.splitlines() if re.match(r"\S+:\d+:\d+: FT", line)]
+    assert len(findings) == 1 and "pkg.flags.tracing_again" in findings[0], new.stdout

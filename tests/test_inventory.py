@@ -71,8 +71,10 @@ def test_scan_rich_names_every_flag_and_hazard_uncut(
     out = capsys.readouterr().out
     assert code == 1
     assert "FT101 " in out and "FT102 " in out and "FT103 " in out
-    assert "set by pkg.config.enable_debug (function, True) pkg/config.py:13" in out
-    assert "FT103 pkg/config.py:13 _debug is left set when enable_debug() returns" in out
+    assert out.startswith("below, names are relative to pkg. and paths to pkg/\n")
+    assert "  set   config.enable_debug\n        function, sets True, config.py:13\n" in out
+    assert "  FT103 config.py:13\n        _debug is left set when enable_debug() returns\n" in out
+    assert not [line for line in out.splitlines() if line.endswith(" ")]
     assert "…" not in out
     assert "4 flags, 3 with hazards" in out
 

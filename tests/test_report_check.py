@@ -202,12 +202,42 @@ def test_a_large_group_lists_its_largest_modules_and_counts_the_rest() -> None:
     text = _rich(report, RenderOptions(width=100))
     assert "78 entries in 12 modules:\n" in text
     listed = re.findall(r"^\s+(m\d+): ", text, re.MULTILINE)
-    assert listed == ["m0", "m1", "m2", "m3", "m4"]  # most entries first
+    assert listed == ["m0", "m1", "m2"]  # most entries first
     assert "m0: f0, f1, f10, f11 and 8 more\n" in text  # names in the order entries are sorted
-    assert "and 28 more in 7 other modules" in text  # 7+6+...+1
+    assert "and 45 more in 9 other modules" in text  # 9+8+...+1
     every = _rich(report, RenderOptions(width=100, witnesses=None))
     assert len(re.findall(r"^\s+m\d+: ", every, re.MULTILINE)) == 12
     assert "more in" not in every and "f11" in every
+
+
+def test_many_groups_list_the_first_in_full_and_the_smaller_ones_a_line_each() -> None:
+    """SGLang's flag has 11 groups behind one sticky setter and one accessor: the setter is
+    written out once ("as in group 1"), the accessor stated once, and the groups after the
+    first few get a line each, so the report stays near 150 lines at 80 columns."""
+    flag = sample_report().flags[0]
+    entries = tuple(
+        replace(
+            _observing(f"pkg.m{g}.f{k}", 3, Evidence.RESOLVED, 60 + g),
+            witness=tuple(
+                replace(s, callee="pkg.flags.is_on") if s.step is StepKind.READ else s
+                for s in _observing("x", 3, Evidence.RESOLVED, 60 + g).witness
+            ),
+        )
+        for g in range(9)
+        for k in range(9 - g)  # group g has 9 - g entries, so the order is fixed
+    )
+    report = AnalysisReport((replace(flag, entries=entries),), ())
+    text = _rich(report, RenderOptions(width=100))
+    assert "(9 groups)" in text
+    assert text.count("every read goes through flags.is_on()") == 1
+    assert " via " not in text.split("witnesses:")[0]
+    assert len(re.findall(r"^\d\. read ", text, re.MULTILINE)) == 6
+    assert len(re.findall(r"^   set  as in group 1$", text, re.MULTILINE)) == 5
+    assert "and 3 smaller groups, 6 entries (--witnesses all lists them):" in text
+    assert re.search(r"^7\.\s+g at mod\.py:66, 3 entries$", text, re.MULTILINE), text
+    every = _rich(report, RenderOptions(width=100, witnesses=None))
+    assert len(re.findall(r"^\d\. read ", every, re.MULTILINE)) == 9
+    assert "smaller groups" not in every
 
 
 def test_rich_cuts_nothing_at_80_columns() -> None:

@@ -189,3 +189,26 @@ def test_the_call_graph_does_not_depend_on_the_hash_seed(sglang: Indexed) -> Non
             check=True,
         )
         assert done.stdout.strip() == here, f"PYTHONHASHSEED={seed} gives another call graph"
+
+
+def test_the_discovery_report_reads_in_about_150_lines_at_80_columns(sglang: Indexed) -> None:
+    """Issue 11: the command the project exists for, with no entry named, printed 7,918
+    lines; now the answer comes first, the entries come grouped, and a few complete
+    witnesses follow (what `flagtrace sglang --flag _in_piecewise_cuda_graph` prints into
+    an 80-column log)."""
+    from flagtrace.report import CHECK, RenderOptions
+
+    project, graph = sglang
+    report, _ = analyze_project(project, graph, ["_in_piecewise_cuda_graph"], [])
+    (flag,) = report.flags
+    observing = sum(e.observes_set for e in flag.entries)
+    assert observing > 50
+    text = "".join(CHECK["rich"].render(report, RenderOptions(width=80)))
+    lines = text.splitlines()
+    assert len(lines) <= 170, len(lines)
+    assert max(len(line) for line in lines) <= 80
+    assert lines[0].startswith(f"{observing} entry points can run a read of _in_piecewise")
+    assert "entries that observe it set, by read and setter" in text
+    assert text.count("OBSERVES SET") == 3  # complete witnesses, each down to its read
+    assert text.count(" read  reads the flag") == 3
+    assert "FT101 exception-leak" in text and "FT102 non-reentrant" in text

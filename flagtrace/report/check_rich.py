@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
@@ -43,11 +42,14 @@ from flagtrace.model import (
     EntryVerdict,
     Evidence,
     FlagReport,
-    Location,
     Resolution,
     StepKind,
     WitnessStep,
 )
+from flagtrace.report.layout import Short as _Short
+from flagtrace.report.layout import dir_prefix as _dir_prefix
+from flagtrace.report.layout import dotted_prefix as _dotted_prefix
+from flagtrace.report.layout import grid as _grid
 
 if TYPE_CHECKING:
     from flagtrace.report import RenderOptions
@@ -64,47 +66,6 @@ _STEP_STYLE = {
     StepKind.SET: "bold magenta",
     StepKind.READ: "bold red",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class _Short:
-    """Shortens names and paths by the prefixes stated once at the top of a flag's report."""
-
-    names: str = ""  # a dotted prefix ending in ".", or ""
-    paths: str = ""  # a directory ending in "/", or ""
-
-    def name(self, qualname: str) -> str:
-        return qualname[len(self.names) :] if qualname.startswith(self.names) else qualname
-
-    def where(self, loc: Location) -> str:
-        path = loc.path[len(self.paths) :] if loc.path.startswith(self.paths) else loc.path
-        return f"{path}:{loc.line}"
-
-
-def _dotted_prefix(names: Iterable[str]) -> str:
-    """The longest dotted prefix (``a.b.``) that every name has and none is equal to."""
-    parts = [n.split(".") for n in names]
-    if not parts:
-        return ""
-    common: list[str] = []
-    for column in zip(*(p[:-1] for p in parts), strict=False):
-        if len(set(column)) != 1:
-            break
-        common.append(column[0])
-    return ".".join(common) + "." if common else ""
-
-
-def _dir_prefix(paths: Iterable[str]) -> str:
-    """The longest directory (``a/b/``) that every path is under."""
-    parts = [p.split("/")[:-1] for p in paths]
-    if not parts:
-        return ""
-    common: list[str] = []
-    for column in zip(*parts, strict=False):
-        if len(set(column)) != 1:
-            break
-        common.append(column[0])
-    return "/".join(common) + "/" if common else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +162,9 @@ def _step_row(i: int, step: WitnessStep, short: _Short) -> tuple[Text, Text]:
     return label, t
 
 
-def _witness(e: EntryVerdict, short: _Short) -> Group:
+def _witness(e: EntryVerdict, short: _Short, reason: bool = True) -> Group:
+    """An entry's full witness; ``reason`` adds the verdict's sentence, which repeats the
+    steps in prose (worth it for an entry asked about, not for the examples of a summary)."""
     head = Text.assemble(
         ("OBSERVES SET ", "bold red"),
         (short.name(e.entry), "bold"),
@@ -209,6 +172,8 @@ def _witness(e: EntryVerdict, short: _Short) -> Group:
     )
     rows = [(Text("   entry", style="dim"), Text(short.name(e.entry)))]
     rows.extend(_step_row(i, step, short) for i, step in enumerate(e.witness, 1))
+    if not reason:
+        return Group(head, _grid(rows))
     return Group(head, Text(e.reason, style="dim"), _grid(rows))
 
 
@@ -275,22 +240,12 @@ def _shortener(f: FlagReport) -> _Short:
     return _Short(_dotted_prefix(names), _dir_prefix(paths))
 
 
-def _grid(rows: Iterable[tuple[Text, Text]], indent: int = 0) -> Table:
-    """Label and text side by side: wrapped text stays in its column (a hanging indent)."""
-    grid = Table.grid(padding=(0, 1, 0, 0), pad_edge=False)
-    grid.add_column(no_wrap=True)
-    grid.add_column(overflow="fold")
-    for label, text in rows:
-        grid.add_row(Text(" " * indent) + label, text)
-    return grid
-
-
-def _step_text(step: WitnessStep, short: _Short) -> Text:
+def _step_text(step: WitnessStep, short: _Short, via: bool = True) -> Text:
     """The function of a read or setting step, what it goes through, and where, as one
     paragraph (wrapped under itself by the grid it sits in)."""
     t = Text(short.name(step.function))
     if step.step is StepKind.READ:
-        if step.callee:
+        if step.callee and via:
             t.append(f" via {short.name(step.callee)}()")
     else:
         how = "enters" if step.step is StepKind.ENTER else "calls sticky setter"
@@ -312,20 +267,33 @@ def _split(qualname: str) -> tuple[str, str]:
 #: In a group's listing, at most this many modules and names per module, unless every
 #: witness was asked for (``--witnesses all``): a group of 78 entries in 40 modules took 80
 #: lines at 80 columns, more than the rest of the SGLang report; the JSON lists every entry.
-LISTED_MODULES = 5
+LISTED_MODULES = 3
 LISTED_NAMES = 4
+#: Groups listed in full, unless every witness was asked for; the smaller ones after them
+#: get a line each (SGLang's flag has 11 groups, most of one or two entries).
+LISTED_GROUPS = 6
 
 
-def _group_part(number: int, g: _Group, short: _Short, complete: bool) -> Group:
+def _group_part(
+    number: int,
+    g: _Group,
+    short: _Short,
+    complete: bool,
+    same_setter: int | None = None,
+    via: bool = True,
+) -> Group:
     """A group's read and setting step, then its entries module by module, each module one
     paragraph: 150 entries in 60 modules take about as many lines as modules, where a row per
     entry (with names folded at 80 columns) took over 300. Unless ``complete``, the modules
     with most entries come first and the listing stops after a few."""
     label = f"{number}."
-    rows = [(Text(f"{label} read", style="bold red"), _step_text(g.read, short))]
+    rows = [(Text(f"{label} read", style="bold red"), _step_text(g.read, short, via))]
     if g.setter is not None:
         set_label = Text(f"{' ' * len(label)} set ", style="bold magenta")
-        rows.append((set_label, _step_text(g.setter, short)))
+        if same_setter is None:
+            rows.append((set_label, _step_text(g.setter, short)))
+        else:
+            rows.append((set_label, Text(f"as in group {same_setter}", style="dim")))
     n = len(g.entries)
     by_module: dict[str, list[str]] = {}
     for e in g.entries:
@@ -355,6 +323,20 @@ def _group_part(number: int, g: _Group, short: _Short, complete: bool) -> Group:
             (pad, Text(more + " (--witnesses all or --format json lists them)", style="dim"))
         )
     return Group(_grid(rows))
+
+
+def _smaller_groups(rest: list[_Group], before: int, short: _Short) -> Group:
+    """The groups after the first few, a line each: the read, where, and how many entries."""
+    total = sum(len(g.entries) for g in rest)
+    heading = f"and {len(rest)} smaller groups, {total} entries (--witnesses all lists them):"
+    rows = []
+    for i, g in enumerate(rest, before + 1):
+        n = len(g.entries)
+        text = Text(short.name(g.read.function))
+        text.append(f" at {short.where(g.read.location)}", style="dim")
+        text.append(f", {n} entr{'ies' if n != 1 else 'y'}")
+        rows.append((Text(f"{i}.", style="bold red"), text))
+    return Group(Text(heading, style="bold"), _grid(rows))
 
 
 def _setters(f: FlagReport, short: _Short) -> Group:
@@ -407,8 +389,23 @@ def _flag(f: FlagReport, options: RenderOptions) -> Group:
                 style="bold",
             )
         )
-        for i, g in enumerate(groups, 1):
-            parts.extend((_group_part(i, g, short, options.witnesses is None), Text()))
+        complete = options.witnesses is None
+        listed = groups if complete else groups[:LISTED_GROUPS]
+        accessors = {g.read.callee for g in groups}
+        accessor = next(iter(accessors)) if len(accessors) == 1 and len(groups) > 1 else None
+        if accessor is not None:
+            parts.append(Text(f"every read goes through {short.name(accessor)}()", style="dim"))
+        first_with: dict[tuple[object, ...], int] = {}
+        for i, g in enumerate(listed, 1):
+            key = _step_key(g.setter) if g.setter is not None else ()
+            same = first_with.setdefault(key, i)
+            same_setter = same if same != i else None
+            part = _group_part(i, g, short, complete, same_setter, via=accessor is None)
+            parts.extend((part, Text()))
+        if len(listed) < len(groups):
+            parts.append(_smaller_groups(groups[len(listed) :], len(listed), short))
+            parts.append(Text())
+    complete = options.witnesses is None
     chosen = _chosen(f, groups, options.witnesses)
     if chosen:
         if len(chosen) < len(observing):
@@ -421,7 +418,7 @@ def _flag(f: FlagReport, options: RenderOptions) -> Group:
                 )
             )
         for e in chosen:
-            parts.extend((_witness(e, short), Text()))
+            parts.extend((_witness(e, short, reason=complete), Text()))
     never = [e for e in f.entries if not e.observes_set]
     if never:
         for e in never:

@@ -12,10 +12,11 @@ import io
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.text import Text
 
 from flagtrace.model import FlagInventory, ScanReport
+from flagtrace.report.layout import Short, dir_prefix, dotted_prefix, grid, strip_trailing
 
 if TYPE_CHECKING:
     from flagtrace.report import RenderOptions
@@ -28,29 +29,42 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _block(rank: int, f: FlagInventory) -> Text:
-    t = Text()
-    t.append(f"{rank}. ", style="dim")
-    t.append(f.qualname, style="bold")
+def _shortener(report: ScanReport) -> Short:
+    """The prefixes every name and path of the inventory shares (stated once at the top)."""
+    names = [f.qualname for f in report.flags]
+    names += [s.function for f in report.flags for s in f.setters]
+    paths = [f.location.path for f in report.flags]
+    paths += [h.location.path for f in report.flags for h in f.hazards]
+    return Short(dotted_prefix(names), dir_prefix(paths))
+
+
+def _block(rank: int, f: FlagInventory, short: Short) -> Group:
+    """A flag: its name and hazard codes, how widely it is read, each setter, each hazard,
+    as label/text rows, so a wrapped name or message stays under itself."""
+    head = Text(f"{rank}. ", style="dim")
+    head.append(short.name(f.qualname), style="bold")
     codes = sorted({h.code for h in f.hazards})
     if codes:
-        t.append("  " + " ".join(codes), style="bold red")
-    t.append(
-        f"\n   {_plural(f.reads, 'read')} in {_plural(f.reader_modules, 'module')}, "
+        head.append("  " + " ".join(codes), style="bold red")
+    pad = Text(" " * len(f"{rank}."))
+    head.append(
+        f"\n{pad}{_plural(f.reads, 'read')} in {_plural(f.reader_modules, 'module')}, "
         f"{_plural(len(f.accessors), 'accessor')}, {_plural(len(f.writers), 'writer')}",
         style="dim",
     )
+    rows: list[tuple[Text, Text]] = []
     for s in f.setters:
-        t.append("\n   set by ")
-        t.append(s.function)
-        t.append(f" ({s.kind.value}, {s.value}) {s.location.path}:{s.location.line}", style="dim")
+        text = Text(short.name(s.function))
+        text.append(f"\n{s.kind.value}, sets {s.value}, {short.where(s.location)}", style="dim")
+        rows.append((pad + Text("set  "), text))
     if not f.setters:
-        t.append("\n   only reset or deleted by " + ", ".join(f.writers), style="dim")
+        writers = ", ".join(short.name(w) for w in f.writers)
+        rows.append((pad, Text(f"only reset or deleted by {writers}", style="dim")))
     for h in f.hazards:
-        t.append(f"\n   {h.code} ", style="bold red")
-        t.append(f"{h.location.path}:{h.location.line} ")
-        t.append(h.detail or h.summary)
-    return t
+        text = Text(short.where(h.location), style="dim")
+        text.append(f"\n{h.detail or h.summary}", style="")
+        rows.append((pad + Text(h.code, style="bold red"), text))
+    return Group(head, grid(rows)) if rows else Group(head)
 
 
 def render(report: ScanReport, options: RenderOptions) -> Iterator[str]:
@@ -64,8 +78,13 @@ def render(report: ScanReport, options: RenderOptions) -> Iterator[str]:
         legacy_windows=False,
         highlight=False,
     )
+    short = _shortener(report)
+    stated = [f"names are relative to {short.names}"] if short.names else []
+    stated += [f"paths to {short.paths}"] if short.paths else []
+    if stated:
+        console.print(Text(f"below, {' and '.join(stated)}", style="dim"))
     for rank, f in enumerate(report.flags, 1):
-        console.print(_block(rank, f), overflow="fold")
+        console.print(_block(rank, f, short))
     for d in report.errors:
         console.print(Text(f"error: {d}", style="red"))
     n = len(report.flags)
@@ -77,4 +96,4 @@ def render(report: ScanReport, options: RenderOptions) -> Iterator[str]:
             style="dim",
         )
     )
-    yield buffer.getvalue()
+    yield strip_trailing(buffer.getvalue())

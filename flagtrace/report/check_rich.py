@@ -48,6 +48,7 @@ from flagtrace.model import (
     StepKind,
     WitnessStep,
 )
+from flagtrace.report.text import quote, safe
 
 if TYPE_CHECKING:
     from flagtrace.report import RenderOptions
@@ -166,7 +167,9 @@ def _chosen(f: FlagReport, groups: list[_Group], limit: int | None) -> list[Entr
 
 
 def _source(step: WitnessStep) -> str:
-    return linecache.getline(step.location.path, step.location.line).strip()
+    """The step's source line as quoted: escaped and capped (``report.text``), as the
+    analysed code wrote it."""
+    return quote(linecache.getline(step.location.path, step.location.line))
 
 
 def _step_row(i: int, step: WitnessStep, short: _Short) -> tuple[Text, Text]:
@@ -438,6 +441,7 @@ def _flag(f: FlagReport, options: RenderOptions) -> Group:
 def render(report: AnalysisReport, options: RenderOptions) -> Iterator[str]:
     """The report laid out by rich for the destination ``options`` describes, handed on
     flag by flag (rich writes into a buffer; the CLI writes the text where it goes)."""
+    report = safe(report)  # no control character of the analysed code reaches the terminal
     buffer = io.StringIO()
     console = Console(
         file=buffer,

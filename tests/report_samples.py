@@ -21,7 +21,13 @@ from flagtrace.report.findings import check_items
 from tests.regen_goldens import CASES, HOSTILE_CASES, Case
 
 #: cases with witnesses through calls, enters and sticky sets, guards, and each hazard code
-SARIF_CASES = ("sglang_story", "cm_no_finally", "sticky_setter", "thread_unsafe", "guards_statements")
+SARIF_CASES = (
+    "sglang_story",
+    "cm_no_finally",
+    "sticky_setter",
+    "thread_unsafe",
+    "guards_statements",
+)
 
 
 @contextmanager
@@ -47,8 +53,8 @@ def check_args(name: str) -> list[str]:
 def check_report(name: str) -> AnalysisReport:
     """The check report of a case, analysed in its directory (paths relative to it)."""
     c = case(name)
-    flags = [v for k, v in zip(c.args, c.args[1:]) if k == "--flag"]
-    entries = [v for k, v in zip(c.args, c.args[1:]) if k == "--entry"]
+    flags = [v for k, v in zip(c.args, c.args[1:], strict=False) if k == "--flag"]
+    entries = [v for k, v in zip(c.args, c.args[1:], strict=False) if k == "--entry"]
     assert 2 * (len(flags) + len(entries)) == len(c.args), f"{name}: args beyond --flag/--entry"
     with chdir(c.root):
         return analyze(["."], flags, entries, jobs=1)
@@ -60,7 +66,7 @@ def review_findings(name: str, change: Change) -> tuple[ReviewFinding, ...]:
     report = check_report(name)
     lines = SourceLines(case(name).root)
     out = []
-    for found, item in zip(findings(report, lines), check_items(report, lines)):
+    for found, item in zip(findings(report, lines), check_items(report, lines), strict=True):
         subject = found.subject
         out.append(
             ReviewFinding(

@@ -25,7 +25,7 @@ from flagtrace.report import CHECK, REVIEW, RenderOptions
 from flagtrace.report.sarif import FINGERPRINT_KEY, SRCROOT
 from flagtrace.rules import BY_CODE, OBSERVES_SET
 from tests.npm_tools import SARIF_MULTITOOL, package_dir, sarif_multitool
-from tests.report_samples import SARIF_CASES, case, check_args, check_report, chdir, review_report
+from tests.report_samples import SARIF_CASES, case, chdir, check_args, check_report, review_report
 
 HOSTILE = "markup_and_escapes"
 
@@ -91,7 +91,7 @@ def test_results_are_the_findings_with_their_fingerprints_and_witnesses(
     results = run["results"]
     assert [r["ruleId"] for r in results] == [f.code for f in expected]
     rules = run["tool"]["driver"]["rules"]
-    for result, found in zip(results, expected):
+    for result, found in zip(results, expected, strict=True):
         assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
         assert result["level"] == ("warning" if found.code == OBSERVES_SET else "error")
         assert result["partialFingerprints"] == {FINGERPRINT_KEY: found.fingerprint.digest}
@@ -103,7 +103,7 @@ def test_results_are_the_findings_with_their_fingerprints_and_witnesses(
             witness = found.subject.witness
             hops = result["codeFlows"][0]["threadFlows"][0]["locations"]
             assert len(hops) == len(witness)
-            for hop, step in zip(hops, witness):
+            for hop, step in zip(hops, witness, strict=True):
                 region = hop["location"]["physicalLocation"]["region"]
                 assert region["startLine"] == step.location.line
                 assert hop["location"]["message"]["text"].startswith(step.function)
@@ -190,7 +190,9 @@ def test_the_logs_match_the_sarif_schema(logs: dict[str, Path]) -> None:
     package_dir(SARIF_MULTITOOL)
     schema_file = package_dir("@microsoft/sarif-multitool-linux@5.7.0") / "sarif-2.1.0.json"
     schema = json.loads(schema_file.read_text(encoding="utf-8-sig"))
-    validator = jsonschema.Draft7Validator(schema)
+    validator = jsonschema.validators.validator_for(schema)(schema)
     for name, path in logs.items():
-        errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(_load(path))]
+        errors = [
+            f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(_load(path))
+        ]
         assert errors == [], name

@@ -53,3 +53,23 @@ def test_safe_escapes_every_string_and_caps_by_field() -> None:
 def test_safe_keeps_a_clean_report_as_it_is() -> None:
     report = _report("a > 1", "it can be set")
     assert safe(report) is report
+
+
+def test_concise_prints_hostile_messages_escaped() -> None:
+    from flagtrace.model import Hazard, HazardKind
+    from flagtrace.report import CHECK, RenderOptions
+
+    hazard = Hazard(
+        "FT101",
+        HazardKind.EXCEPTION_LEAK,
+        "pkg.f",
+        Location("pkg/a\x1b[2J.py", 4, 1),
+        "an exception leaves it set",
+        "stays set if `log('\x1b[31mok\x07')` raises",
+    )
+    flag = FlagReport("pkg._x", Location("pkg/a.py", 1), "False", (), (), (), (hazard,))
+    text = "".join(CHECK["concise"].render(AnalysisReport((flag,), ()), RenderOptions()))
+    assert text == (
+        "pkg/a\\x1b[2J.py:4:1: FT101 an exception leaves it set: "
+        "stays set if `log('\\x1b[31mok\\x07')` raises (in pkg.f)\n"
+    )

@@ -52,8 +52,7 @@ def location(loc: Location, lines: SourceLines) -> dict[str, Any]:
 
 def diagnostic(item: Item, lines: SourceLines) -> dict[str, Any]:
     related = [
-        {"message": r.message, "location": location(r.location, lines)}
-        for r in item.related
+        {"message": r.message, "location": location(r.location, lines)} for r in item.related
     ]
     n = len(item.witness)
     related.extend(

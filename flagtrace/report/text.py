@@ -103,7 +103,7 @@ def _safe(value: Any, limit: int, own: int) -> Any:
         return cap(escape(value), own)
     if isinstance(value, tuple):
         items = tuple(_safe(item, limit, own) for item in value)
-        return value if all(a is b for a, b in zip(items, value)) else items
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if isinstance(value, Location):
         # a path is escaped but never cut: reporters read the file by it (rich quotes lines)
         path = escape(value.path)

@@ -135,7 +135,11 @@ class SourceSpans:
         return self.location(node).line
 
     def end_line(self, node: cst.CSTNode) -> int:
-        return self._lines[self.ends.get(id(node), len(self.tokens))]
+        # ``min``: libcst pops a module's trailing newline token after the last node was
+        # recorded when the file ends in a comment ending in a backslash (it takes the backslash
+        # before the newline for a continuation), so that node's end is one past the tokens
+        end = min(self.ends.get(id(node), len(self.tokens)), len(self.tokens))
+        return self._lines[end]
 
     def text(self, node: cst.CSTNode, limit: int = MAX_TEXT) -> str:
         """The node's source on one line (whitespace runs collapsed), cut at ``limit``."""

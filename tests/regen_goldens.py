@@ -20,7 +20,8 @@ Usage (from the repository root)::
     python tests/regen_goldens.py CASE...    # only these cases
 
 The same for the `flagtrace scan` cases under ``fixtures/scan/<case>`` (same files; the command
-is ``flagtrace scan . ARGS --format json``).
+is ``flagtrace scan . ARGS --format json``), and for the `check` cases under
+``fixtures/hostile/<case>``, whose code carries markup, escapes and long lines.
 
 flagtrace runs as a subprocess (``python -m flagtrace``), so the code that produces the goldens
 is whichever ``flagtrace`` the environment imports (``PYTHONPATH`` chooses a checkout), and the
@@ -46,6 +47,9 @@ REPO = Path(__file__).resolve().parents[1]
 CASES = REPO / "fixtures" / "flags"
 #: ``flagtrace scan`` cases, laid out the same way; their command is ``flagtrace scan . ARGS``.
 SCAN_CASES = REPO / "fixtures" / "scan"
+#: ``flagtrace check`` cases whose code is hostile to the reporters (markup, escapes, long
+#: lines; issue 13): the same layout, and ``tests/test_hostile.py`` renders them in every format.
+HOSTILE_CASES = REPO / "fixtures" / "hostile"
 CASE_FILE = "case.json"
 GOLDEN_FILE = "expected.json"
 #: The keys of a case.json, all required: a typo fails loudly instead of asking less.
@@ -196,12 +200,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--cases-dir",
         type=Path,
         action="append",
-        help=f"where the cases are (default: {CASES} and {SCAN_CASES})",
+        help=f"where the cases are (default: {CASES}, {SCAN_CASES} and {HOSTILE_CASES})",
     )
     args = parser.parse_args(argv)
     failed = 0
     with tempfile.TemporaryDirectory(prefix="flagtrace-goldens-") as cache:
-        dirs = args.cases_dir or [CASES, SCAN_CASES]
+        dirs = args.cases_dir or [CASES, SCAN_CASES, HOSTILE_CASES]
         roots = [r for d in dirs for r in case_roots(d)]
         if args.cases:
             unknown = sorted(set(args.cases) - {r.name for r in roots})

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from flagtrace.model import AnalysisReport, EntryVerdict, Location, StepKind, WitnessStep
+from flagtrace.report.text import safe
 from flagtrace.rules import OBSERVES_SET
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ def _observations(flag: str, entries: tuple[EntryVerdict, ...]) -> Iterator[tupl
 
 def render(report: AnalysisReport, options: RenderOptions) -> Iterator[str]:
     """Every finding of every flag, one line each, sorted by path, line, column and code."""
+    report = safe(report)  # names, paths and guards escaped: no control character is printed
     lines: list[tuple[str, int, int, str, str]] = []
     for f in report.flags:
         name = f.qualname.rpartition(".")[2]

@@ -50,6 +50,7 @@ from flagtrace.report.layout import Short as _Short
 from flagtrace.report.layout import dir_prefix as _dir_prefix
 from flagtrace.report.layout import dotted_prefix as _dotted_prefix
 from flagtrace.report.layout import grid as _grid
+from flagtrace.report.text import quote, safe
 
 if TYPE_CHECKING:
     from flagtrace.report import RenderOptions
@@ -127,7 +128,9 @@ def _chosen(f: FlagReport, groups: list[_Group], limit: int | None) -> list[Entr
 
 
 def _source(step: WitnessStep) -> str:
-    return linecache.getline(step.location.path, step.location.line).strip()
+    """The step's source line as quoted: escaped and capped (``report.text``), as the
+    analysed code wrote it."""
+    return quote(linecache.getline(step.location.path, step.location.line))
 
 
 def _step_row(i: int, step: WitnessStep, short: _Short) -> tuple[Text, Text]:
@@ -435,6 +438,7 @@ def _flag(f: FlagReport, options: RenderOptions) -> Group:
 def render(report: AnalysisReport, options: RenderOptions) -> Iterator[str]:
     """The report laid out by rich for the destination ``options`` describes, handed on
     flag by flag (rich writes into a buffer; the CLI writes the text where it goes)."""
+    report = safe(report)  # no control character of the analysed code reaches the terminal
     buffer = io.StringIO()
     console = Console(
         file=buffer,

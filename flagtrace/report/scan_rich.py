@@ -17,6 +17,7 @@ from rich.text import Text
 
 from flagtrace.model import FlagInventory, ScanReport
 from flagtrace.report.layout import Short, dir_prefix, dotted_prefix, grid, strip_trailing
+from flagtrace.report.text import safe
 
 if TYPE_CHECKING:
     from flagtrace.report import RenderOptions
@@ -68,6 +69,7 @@ def _block(rank: int, f: FlagInventory, short: Short) -> Group:
 
 
 def render(report: ScanReport, options: RenderOptions) -> Iterator[str]:
+    report = safe(report)  # no control character of the analysed code reaches the terminal
     buffer = io.StringIO()
     console = Console(
         file=buffer,

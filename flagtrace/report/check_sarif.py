@@ -1,0 +1,24 @@
+"""``flagtrace check --format sarif``: the findings as a SARIF 2.1.0 log (``report.sarif``).
+
+Upload it to a code-scanning service (``github/codeql-action/upload-sarif``). The source
+lines of the findings are read once, for their fingerprints (``partialFingerprints``); run
+flagtrace from the repository root, so that the paths are the repository's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from flagtrace.fingerprint import SourceLines
+from flagtrace.model import AnalysisReport
+from flagtrace.report.findings import check_items
+from flagtrace.report.sarif import dumps, log
+
+if TYPE_CHECKING:
+    from flagtrace.report import RenderOptions
+
+
+def render(report: AnalysisReport, options: RenderOptions) -> Iterable[str]:
+    """One piece: a check report is small."""
+    return [dumps(log(check_items(report, SourceLines()), report.errors))]

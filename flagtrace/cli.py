@@ -520,8 +520,7 @@ def scan_exit_code(report: ScanReport) -> ExitCode:
     "--head",
     default=None,
     metavar="REV",
-    help="The revision the change ends at (default: the work tree as it is, dirty files "
-    "included).",
+    help="The revision the change ends at (default: the work tree as it is, dirty files included).",
 )
 @click.option(
     "--flag",
@@ -612,9 +611,7 @@ def review_cmd(
         _print_diagnostics(report.errors)
     if not quiet:
         click.echo(
-            status.summary(
-                len(report.errors), f"{len(report.new)} new, {len(report.fixed)} fixed"
-            ),
+            status.summary(len(report.errors), f"{len(report.new)} new, {len(report.fixed)} fixed"),
             err=True,
         )
     raise SystemExit(exit_status(report))

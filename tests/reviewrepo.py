@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from flagtrace.model import ReviewReport
+
+#: ``sglang_repo``'s two commits: a real change as published
+SGLANG_VERSIONS = ("0.5.8", "0.5.9")
 
 _IDENTITY = ("-c", "user.name=flagtrace", "-c", "user.email=flagtrace@example.invalid")
 
@@ -82,3 +86,18 @@ def compact(report: ReviewReport) -> dict[str, list[str]]:
                 for r in rows
             ]
     return {"flags": list(report.flags), "findings": findings, "changes": changes}
+
+
+def sglang_repo(dest: Path, unpacked: Callable[[str], Path]) -> Path:
+    """A repository at ``dest`` whose commits hold the ``sglang/`` package of each of
+    ``SGLANG_VERSIONS`` in turn; ``unpacked(spec)`` gives a wheel's unpacked directory
+    (``tests.registry.Registry.download``). Only files are copied: nothing is imported."""
+    dest.mkdir(parents=True)
+    git(dest, "init", "-q")
+    for version in SGLANG_VERSIONS:
+        source = unpacked(f"sglang=={version}") / "sglang"
+        shutil.rmtree(dest / "sglang", ignore_errors=True)
+        shutil.copytree(source, dest / "sglang", ignore=shutil.ignore_patterns("__pycache__"))
+        git(dest, "add", "-A")
+        git(dest, "commit", "-q", "-m", f"sglang {version}")
+    return dest

@@ -538,6 +538,13 @@ def scan_exit_code(report: ScanReport) -> ExitCode:
     help="Entry point to judge, or an fnmatch pattern (repeatable); default: discover them.",
 )
 @click.option(
+    "--read",
+    "reads",
+    multiple=True,
+    metavar="QUALNAME",
+    help="Only count reads in this function (repeatable).",
+)
+@click.option(
     "--include-tests",
     is_flag=True,
     help="Discover entry points in tests too (test modules, test_* functions, Test* classes).",
@@ -560,6 +567,7 @@ def review_cmd(
     head: str | None,
     flags: tuple[str, ...],
     entries: tuple[str, ...],
+    reads: tuple[str, ...],
     include_tests: bool,
     ignore: tuple[str, ...],
     fmt: str,
@@ -584,7 +592,7 @@ def review_cmd(
         flags=tuple(flags or config.flags),
         entries=entries,
         configured_entries=tuple(config.entries),
-        reads=tuple(config.reads),
+        reads=(*config.reads, *reads),
         include_tests=include_tests or config.include_tests,
         exclude=(*config.exclude, *exclude),
         jobs=jobs if jobs is not None else config.jobs,

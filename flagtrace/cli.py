@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any, get_args
 import click
 
 from flagtrace import __version__
-from flagtrace.report import CALLGRAPH, CHECK, SCAN, CallGraphReport, RenderOptions, Terminal
+from flagtrace.report import (
+    CALLGRAPH,
+    CHECK,
+    REVIEW,
+    SCAN,
+    CallGraphReport,
+    RenderOptions,
+    Terminal,
+)
 
 if TYPE_CHECKING:
     from flagtrace.model import AnalysisReport, Diagnostic, ScanReport
@@ -498,6 +506,123 @@ def scan_exit_code(report: ScanReport) -> ExitCode:
     if report.errors:
         return ExitCode.ERROR
     return ExitCode.FINDINGS if any(f.hazards for f in report.flags) else ExitCode.CLEAN
+
+
+@cli.command("review")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "--base",
+    required=True,
+    metavar="REV",
+    help="The revision the change starts from (a commit, branch, tag, HEAD~1...).",
+)
+@click.option(
+    "--head",
+    default=None,
+    metavar="REV",
+    help="The revision the change ends at (default: the work tree as it is, dirty files included).",
+)
+@click.option(
+    "--flag",
+    "flags",
+    multiple=True,
+    metavar="NAME",
+    help="Flag to compare (repeatable; default: [tool.flagtrace] flags, else every flag "
+    "either side has).",
+)
+@click.option(
+    "--entry",
+    "entries",
+    multiple=True,
+    metavar="QUALNAME",
+    help="Entry point to judge, or an fnmatch pattern (repeatable); default: discover them.",
+)
+@click.option(
+    "--read",
+    "reads",
+    multiple=True,
+    metavar="QUALNAME",
+    help="Only count reads in this function (repeatable).",
+)
+@click.option(
+    "--include-tests",
+    is_flag=True,
+    help="Discover entry points in tests too (test modules, test_* functions, Test* classes).",
+)
+@click.option(
+    "--ignore",
+    "ignore",
+    multiple=True,
+    metavar="CODES",
+    help="Drop findings with these codes, comma-separated (repeatable; adds to "
+    "[tool.flagtrace] ignore).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(REVIEW.names()), default="rich", show_default=True
+)
+@_common_options
+def review_cmd(
+    paths: tuple[Path, ...],
+    base: str,
+    head: str | None,
+    flags: tuple[str, ...],
+    entries: tuple[str, ...],
+    reads: tuple[str, ...],
+    include_tests: bool,
+    ignore: tuple[str, ...],
+    fmt: str,
+    exclude: tuple[str, ...],
+    jobs: int | None,
+    output: Path | None,
+    quiet: bool,
+    jedi_budget: float | None,
+    cache_dir: Path | None,
+    no_cache: bool,
+    follow_external_symlinks: bool,
+) -> None:
+    """What a change does to the flags: findings the head has and the base had not (new),
+    and the other way round (fixed), each on the changed line that causes it.
+
+    Exit 0 when the change brings no new finding, 1 when it does, 2 on a usage or
+    input error (not a git repository, a revision that names no commit)."""
+    from flagtrace.review import Progress, ReviewError, ReviewOptions, exit_status, review
+
+    config = _config(paths)
+    options = ReviewOptions(
+        flags=tuple(flags or config.flags),
+        entries=entries,
+        configured_entries=tuple(config.entries),
+        reads=(*config.reads, *reads),
+        include_tests=include_tests or config.include_tests,
+        exclude=(*config.exclude, *exclude),
+        jobs=jobs if jobs is not None else config.jobs,
+        jedi_budget=jedi_budget if jedi_budget is not None else config.jedi_budget,
+        ignore=_ignored_codes(config.ignore, ignore, config.source),
+        follow_external_symlinks=follow_external_symlinks,
+    )
+    status = _run_status(quiet)
+    try:
+        report = review(
+            [str(p) for p in paths],
+            base,
+            head,
+            options,
+            cache=_cache(cache_dir, no_cache),
+            progress=Progress(status.on_start, status.on_result, status.on_reused),
+        )
+    except ReviewError as exc:
+        raise FlagtraceError(str(exc)) from None
+    status.close()
+    reporter = REVIEW[fmt]
+    _write(reporter.render(report, _render_options(output)), output)
+    if not reporter.human or output is not None:
+        _print_diagnostics(report.errors)
+    if not quiet:
+        click.echo(
+            status.summary(len(report.errors), f"{len(report.new)} new, {len(report.fixed)} fixed"),
+            err=True,
+        )
+    raise SystemExit(exit_status(report))
 
 
 @cli.command("explain")

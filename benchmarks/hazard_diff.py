@@ -68,7 +68,8 @@ def scan(tree: Path, unpacked: Path, timeout: float) -> tuple[dict[Key, dict[str
         )
         seconds = time.perf_counter() - start
         if proc.returncode not in (0, 1, 2) or not target.exists():
-            raise RuntimeError(f"scan with {tree} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+            why = proc.stderr[-2000:]
+            raise RuntimeError(f"scan with {tree} failed ({proc.returncode}): {why}")
         data = json.loads(target.read_text())
     hazards: dict[Key, dict[str, Any]] = {}
     for flag in data["flags"]:
@@ -93,7 +94,8 @@ def main() -> int:
         added = sorted(set(new) - set(old))
         dropped = sorted(set(old) - set(new))
         reworded = sorted(k for k in set(old) & set(new) if old[k]["message"] != new[k]["message"])
-        print(f"\n## {spec}: {len(old)} hazards before ({old_s:.0f} s), {len(new)} after ({new_s:.0f} s)")
+        print(f"\n## {spec}: {len(old)} hazards before ({old_s:.0f} s), ", end="")
+        print(f"{len(new)} after ({new_s:.0f} s)")
         for title, keys, side in (("added", added, new), ("dropped", dropped, old)):
             print(f"{title}: {len(keys)}")
             for k in keys:
@@ -101,7 +103,8 @@ def main() -> int:
                 print(f"  {k[1]} {k[2]}  ({h['file']}:{h['line']})\n      {h['message']}")
         print(f"reworded: {len(reworded)}")
         for k in reworded:
-            print(f"  {k[1]} {k[2]}\n      was: {old[k]['message']}\n      now: {new[k]['message']}")
+            print(f"  {k[1]} {k[2]}\n      was: {old[k]['message']}")
+            print(f"      now: {new[k]['message']}")
         results[spec] = {
             "before": len(old),
             "after": len(new),

@@ -52,7 +52,12 @@ _BACKTICKS = re.compile(r"`+")
 _MERMAID_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _.,")
 
 
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
 def _escaped(ch: str) -> str:
+    if ch in _SHORT:
+        return _SHORT[ch]
     code = ord(ch)
     if code < 0x100:
         return f"\\x{code:02x}"
@@ -77,7 +82,9 @@ def _unlinked(text: str) -> str:
     that issue) and autolinks broken by a zero-width space. GitHub finds all of them in
     the rendered text, after markdown escapes are gone, so this comes before escaping."""
     text = _AUTOLINK.sub(lambda m: m.group(1)[0] + ZWSP + m.group(1)[1:], text)
-    return text.replace("@", "@" + ZWSP).replace("#", "#" + ZWSP)
+    # a space on both sides of ``@``: after it no user name starts, before it no e-mail
+    # address ends (linkify-style renderers take a space after it as part of the domain)
+    return text.replace("@", ZWSP + "@" + ZWSP).replace("#", "#" + ZWSP)
 
 
 def inline(text: str, limit: int | None = LIMIT) -> str:
@@ -105,8 +112,13 @@ def code(text: str, limit: int | None = LIMIT, *, table: bool = False) -> str:
         shown = shown.replace("|", "\\|")
     runs = _BACKTICKS.findall(shown)
     fence = "`" * (max((len(r) for r in runs), default=0) + 1)
-    if shown.startswith("`") or shown.endswith("`") or shown.strip(" ") == "":
-        shown = f" {shown} "  # the spaces CommonMark strips from both ends of a code span
+    if not shown:
+        return "` `"  # an empty span does not exist: two backticks are text
+    # CommonMark strips one space from each end when both ends have one and the span is not
+    # all spaces, and a backtick at an end would merge with the fence: pad with spaces then
+    padded = shown.startswith(" ") and shown.endswith(" ") and shown.strip(" ")
+    if shown.startswith("`") or shown.endswith("`") or padded:
+        shown = f" {shown} "
     return f"{fence}{shown}{fence}"
 
 

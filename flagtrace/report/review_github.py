@@ -163,7 +163,7 @@ _TABLE_HEAD = "| code | change | flag | function | where |\n| --- | --- | --- | 
 def _step_line(i: int, s: WitnessStep, links: _Links, side: Change) -> str:
     """A witness step as a list item: what it does, where (linked), its source, its guard."""
     if s.step is StepKind.CALL:
-        what = f"calls {code(s.callee or '?')}"
+        what = f"calls {code(_short(s.callee or '?'))}"
         if s.resolution is not None and s.resolution.weak:
             what += f" ({inline(s.resolution.value)})"
     elif s.step is StepKind.ENTER:

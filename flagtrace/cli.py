@@ -13,6 +13,7 @@ import io
 import os
 import sys
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -560,6 +561,14 @@ def scan_exit_code(report: ScanReport) -> ExitCode:
 @click.option(
     "--format", "fmt", type=click.Choice(REVIEW.names()), default="rich", show_default=True
 )
+@click.option(
+    "--link-base",
+    default=None,
+    metavar="URL",
+    help="Link lines in the github format under URL (the head's blob URL, e.g. "
+    "https://github.com/O/R/blob/SHA); default in GitHub Actions: from GITHUB_SERVER_URL, "
+    "GITHUB_REPOSITORY and the head commit.",
+)
 @_common_options
 def review_cmd(
     paths: tuple[Path, ...],
@@ -571,6 +580,7 @@ def review_cmd(
     include_tests: bool,
     ignore: tuple[str, ...],
     fmt: str,
+    link_base: str | None,
     exclude: tuple[str, ...],
     jobs: int | None,
     output: Path | None,
@@ -614,7 +624,12 @@ def review_cmd(
         raise FlagtraceError(str(exc)) from None
     status.close()
     reporter = REVIEW[fmt]
-    _write(reporter.render(report, _render_options(output)), output)
+    if link_base is None:
+        from flagtrace.report.review_github import default_link_base
+
+        link_base = default_link_base(os.environ, report.head_commit)
+    render_options = replace(_render_options(output), link_base=link_base)
+    _write(reporter.render(report, render_options), output)
     if not reporter.human or output is not None:
         _print_diagnostics(report.errors)
     if not quiet:

@@ -179,6 +179,27 @@ def test_cli_concise_and_json(tmp_path: Path) -> None:
     assert data["changes"][0]["readers_added"][0]["function"] == "pkg.work.compute"
 
 
+def test_cli_github_comment_links_lines_under_the_actions_head(tmp_path: Path) -> None:
+    """In a GitHub Actions job the comment links each line under the reviewed head commit
+    (GITHUB_SERVER_URL, GITHUB_REPOSITORY); --link-base overrides that."""
+    repo = make_repo(tmp_path / "repo", CASES / "hazard_new")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    env = {"GITHUB_SERVER_URL": "https://github.example", "GITHUB_REPOSITORY": "o/r"}
+    os.environ.update(env)
+    try:
+        done = _run_cli(repo, "pkg", "--base", "HEAD~1", "--head", "HEAD", "--format", "github")
+    finally:
+        for key in env:
+            del os.environ[key]
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith("<!-- flagtrace -->\n")
+    assert f"(https://github.example/o/r/blob/{head}/pkg/flags.py#L13)" in done.stdout
+    done = _run_cli(
+        repo, "pkg", "--base", "HEAD~1", "--format", "github", "--link-base", "https://x.test/b/c"
+    )
+    assert "(https://x.test/b/c/pkg/flags.py#L13)" in done.stdout, done.stdout
+
+
 def test_cli_rich_touches_no_flag(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", CASES / "no_flags")
     done = _run_cli(repo, ".", "--base", "HEAD~1", "-q")

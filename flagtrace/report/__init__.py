@@ -63,6 +63,9 @@ class RenderOptions:
     #: how many full witnesses a flag's report shows (the ones that best explain it);
     #: None: every entry's, as when the entries were named on the command line
     witnesses: int | None = 3
+    #: where links to source lines point: the URL of the head's tree, ending in
+    #: ``/blob/REV`` (``review_github.default_link_base``); None: locations are not linked
+    link_base: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

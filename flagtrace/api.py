@@ -174,6 +174,7 @@ def analyze(
     on_reused: Callable[[int, int], None] | None = None,
     cache: SummaryCache | None = None,
     follow_external_symlinks: bool = False,
+    manifest_root: str | None = None,
 ) -> AnalysisReport:
     """Analyse ``flags`` in the code under ``paths``.
 
@@ -182,6 +183,12 @@ def analyze(
     ``cache``, a stored report is reused when nothing it depends on changed
     (``flagtrace.results``); ``on_reused`` then gets the number of files and
     lines that were not indexed again.
+
+    ``manifest_root`` names the tree for the cache's manifest of this run's files
+    (default: the current directory, as the paths are absolutised). The review bot
+    analyses a revision checked out in a new temporary directory each time; keyed by
+    that directory, its manifest would never be found again, and one more would be
+    left behind by every review.
     """
     start = time.perf_counter()
     if cache is not None and cache.enabled:
@@ -201,6 +208,7 @@ def analyze(
             cache=cache,
             start=start,
             follow_external_symlinks=follow_external_symlinks,
+            manifest_root=manifest_root,
         )
     project = load_project(
         paths,
@@ -258,6 +266,7 @@ def _analyze_reusing(
     cache: SummaryCache,
     start: float,
     follow_external_symlinks: bool = False,
+    manifest_root: str | None = None,
 ) -> AnalysisReport:
     """``analyze`` through the stored reports of ``flagtrace.results``: the exact
     key first (files read and hashed, nothing parsed), then the summary key
@@ -301,9 +310,10 @@ def _analyze_reusing(
     if hit is not None and len(hit.files) == len(files):
         return reuse(hit.files, hit.report, 0)
 
-    identity = stored_results.identity(
-        options + "\0" + "\0".join(exclude), [os.fspath(p) for p in paths]
-    )
+    named = [os.fspath(p) for p in paths]
+    if manifest_root is not None:  # the paths as if under that root, wherever they are now
+        named = [os.path.join(manifest_root, os.path.relpath(os.path.abspath(p))) for p in named]
+    identity = stored_results.identity(options + "\0" + "\0".join(exclude), named)
     last_run = stored_results.manifest(identity)
     states: list[FileState | None] = []
     for source, (_, key) in zip(files, keyed, strict=True):

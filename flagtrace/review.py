@@ -109,8 +109,13 @@ def review(
         )
         with _tree(root, head_commit) as head_root, checkout(root, base_commit) as base_root:
             flags = options.flags or _every_flag(relative, (head_root, base_root), options, cache)
-            head_side = _analyse(head_root, relative, flags, options, cache, progress)
-            base_side = _analyse(base_root, relative, flags, options, cache, progress)
+            # a checked-out side's manifest is kept under a name of the repository's, not
+            # of the temporary directory (which is new every time)
+            head_name = None if head_commit is None else f"{root}@head"
+            head_side = _analyse(head_root, relative, flags, options, cache, progress, head_name)
+            base_side = _analyse(
+                base_root, relative, flags, options, cache, progress, f"{root}@base"
+            )
             found, changes = compare(base_side, head_side, changed, Spans(head_root, cache))
     except GitError as exc:
         raise ReviewError(str(exc)) from None
@@ -188,6 +193,7 @@ def _analyse(
     options: ReviewOptions,
     cache: SummaryCache | None,
     progress: Progress,
+    manifest_root: str | None = None,
 ) -> Side:
     """``check`` of one side, its suppressions applied (a finding silenced by a
     ``# flagtrace: ignore`` comment is silenced on that side, so adding one reads as a
@@ -213,6 +219,7 @@ def _analyse(
             on_reused=progress.on_reused,
             cache=cache,
             follow_external_symlinks=options.follow_external_symlinks,
+            manifest_root=manifest_root,
         )
     return Side(root, filter_report(report, ignore=options.ignore, lines=lines), lines)
 

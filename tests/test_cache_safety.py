@@ -423,14 +423,47 @@ def _run_callgraph(tree: Path, cache_dir: Path, out: Path) -> tuple[int, str]:
     return code, out.read_text()
 
 
-@pytest.mark.parametrize("command", ["check", "callgraph"])
+def _review_repo(tree: Path) -> Path:
+    """``tree`` as a git repository of two commits: the story, then a change to a setter's
+    module (so the review analyses both sides, through the cache under test)."""
+    from tests.reviewrepo import git
+
+    git(tree, "init", "-q")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-q", "-m", "base")
+    touched = next(tree.rglob("piecewise_context_manager.py"))
+    touched.write_text(touched.read_text() + "\n# a change\n")
+    git(tree, "commit", "-q", "-am", "head")
+    return tree
+
+
+def _run_review(tree: Path, cache_dir: Path, out: Path) -> tuple[int, object]:
+    args = ["review", "pkg", "--base", "HEAD~1", "--head", "HEAD", *CHECK_ARGS]
+    args += ["--format", "json", "-o", str(out), "--cache-dir", str(cache_dir)]
+    here = os.getcwd()
+    os.chdir(tree)
+    try:
+        code = main(args)
+    finally:
+        os.chdir(here)
+    report = json.loads(out.read_text())
+    report["stats"].pop("seconds")
+    return code, report
+
+
+_RUNS = {"check": _run_check, "callgraph": _run_callgraph, "review": _run_review}
+
+
+@pytest.mark.parametrize("command", ["check", "callgraph", "review"])
 def test_a_poisoned_cache_is_read_as_misses_and_runs_nothing(
     command: str, tmp_path: Path, markers: Path
 ) -> None:
     tree = _copy_story(tmp_path)
+    if command == "review":
+        _review_repo(tree)
     cache_dir = tmp_path / "cache"
     out = tmp_path / "out.json"
-    run = _run_check if command == "check" else _run_callgraph
+    run = _RUNS[command]
     clean = run(tree, tmp_path / "clean-cache", out)
     assert run(tree, cache_dir, out) == clean  # a real cache: every entry is where it is read
 
@@ -455,14 +488,16 @@ def test_a_poisoned_cache_is_read_as_misses_and_runs_nothing(
     assert sorted(p.name for p in markers.iterdir()) == []
 
 
-@pytest.mark.parametrize("command", ["check", "callgraph"])
+@pytest.mark.parametrize("command", ["check", "callgraph", "review"])
 def test_truncated_foreign_and_other_version_entries_are_misses_and_rewritten(
     command: str, tmp_path: Path
 ) -> None:
     tree = _copy_story(tmp_path)
+    if command == "review":
+        _review_repo(tree)
     cache_dir = tmp_path / "cache"
     out = tmp_path / "out.json"
-    run = _run_check if command == "check" else _run_callgraph
+    run = _RUNS[command]
     clean = run(tree, cache_dir, out)
     entries = _entries(cache_dir)
     for i, path in enumerate(entries):
@@ -473,10 +508,17 @@ def test_truncated_foreign_and_other_version_entries_are_misses_and_rewritten(
         kind = _kind_of(path, cache_dir)
         types = SUMMARY_TYPES if kind == "summary" else report_types()
         assert load_entry(kind, path.read_bytes(), types) is not None, path
-    # rewritten: the next run reads every summary from the cache
+    # rewritten: the next run reads every summary from the cache (review keys its files by
+    # their paths in the repository, as each side's tree is analysed from its root)
     hits = SummaryCache(cache_dir)
-    for source in discover([str(tree)]).files:
-        assert hits.get(source, hits.key(source, Path(source.path).read_bytes())) is not None
+    here = os.getcwd()
+    os.chdir(tree if command == "review" else here)
+    try:
+        sources = discover(["pkg"] if command == "review" else [str(tree)]).files
+        for source in sources:
+            assert hits.get(source, hits.key(source, Path(source.path).read_bytes())) is not None
+    finally:
+        os.chdir(here)
 
 
 # --------------------------------------------------------------------------

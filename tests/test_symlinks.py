@@ -6,7 +6,8 @@ in a witness, i.e. in a public comment. ``fixtures/symlinks`` holds a tree and
 an ``outside`` directory whose files carry the marker ``SECRETMARK`` in the
 names, guards and strings a report or call graph would quote; the links are
 made here, in ``tmp_path``. Every output format of ``check`` and ``callgraph``
-is searched for the marker, on stdout, stderr and output files alike.
+is searched for the marker, on stdout, stderr and output files alike; so is every
+format of ``review`` when a change adds such links.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ def _outputs(tree: Path, tmp_path: Path) -> dict[str, tuple[list[str], Path | No
         "check rich, file": ([str(tree), *CHECK, *cache, "-o", str(out)], out),
         "check json, stdout": ([str(tree), *CHECK, *cache, "--format", "json"], None),
         "check json, file": ([str(tree), *CHECK, *cache, "--format", "json", "-o", str(out)], out),
+        "check concise": ([str(tree), *CHECK, *cache, "--format", "concise"], None),
+        "check sarif": ([str(tree), *CHECK, *cache, "--format", "sarif", "-o", str(out)], out),
+        "check rdjson": ([str(tree), *CHECK, *cache, "--format", "rdjson"], None),
         "callgraph json": (["callgraph", str(tree), *cache, "--format", "json"], None),
         "callgraph pycg": (
             ["callgraph", str(tree), *cache, "--format", "pycg", "-o", str(out)],
@@ -91,7 +95,8 @@ def test_no_output_format_shows_what_an_outside_link_points_to(
         else:
             errors = [line for line in err.splitlines() if line.startswith("flagtrace: error:")]
             assert errors == [f"flagtrace: error: {e}" for e in expected], name
-        assert written.strip(), name  # the report is still written for everything else
+        if name != "check concise":  # one line per finding, and there is none without the links
+            assert written.strip(), name  # the report is still written for everything else
         if name.startswith("check json"):
             report = json.loads(written)
             assert [e["file"] for e in report["errors"]] == [
@@ -266,3 +271,34 @@ def test_a_given_path_is_followed_wherever_it_leads(in_tmp: Path) -> None:
     found = discover(["named"])
     assert found.diagnostics == ()
     assert sorted(_modules(found).values()) == ["named", "named.mod"]
+
+
+def test_no_review_format_shows_what_a_link_added_by_the_change_points_to(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The review bot's case: a pull request adds links to files outside the repository.
+    Neither the head (the work tree) nor any review format reads or quotes them."""
+    from flagtrace.report import REVIEW
+    from tests.reviewrepo import git
+
+    repo = tmp_path / "repo"
+    shutil.copytree(FIXTURE / "repo", repo)
+    shutil.copytree(FIXTURE / "outside", tmp_path / "outside")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    pkg = repo / "pkg"
+    (pkg / "leak.py").symlink_to(Path("..", "..", "outside", "leak.py"))
+    (pkg / "vendored").symlink_to(Path("..", "..", "outside", "leakdir"), target_is_directory=True)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a change that links outside")
+    monkeypatch.chdir(repo)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    out = tmp_path / "review.out"
+    for fmt in REVIEW.names():
+        for head in ([], ["--head", "HEAD"]):  # the work tree, and the commit
+            argv = ["review", "pkg", "--base", "HEAD~1", *head, *CHECK, *cache, "--format", fmt]
+            code, written, err = _run([*argv, "-o", str(out)], capsys, out)
+            assert MARKER not in written and MARKER not in err, (fmt, head)
+            assert code == 2, (fmt, head, err)  # the links are input errors of the head
+            assert OUTSIDE in err or OUTSIDE in "".join(written.split("\n")), (fmt, head)

@@ -18,10 +18,11 @@ import libcst as cst
 import pytest
 
 from flagtrace.positions import SourceSpans
-from flagtrace.report import CHECK, RenderOptions
+from flagtrace.report import CHECK, REVIEW, RenderOptions
 from flagtrace.report.text import ELLIPSIS, LINE_LIMIT
 from tests.regen_goldens import HOSTILE_CASES, Case, case_roots, problems, run_case
 from tests.report_samples import case, chdir, check_report
+from tests.review_reports import review_of
 
 NAME = "markup_and_escapes"
 #: rich's own styling: SGR sequences, nothing else
@@ -58,16 +59,23 @@ def outputs() -> dict[str, str]:
     assert any("\x1b" in g for g in guards) and any("\x9b" in g for g in guards)
     out = {}
     with chdir(case(NAME).root):
+        review = review_of(report, case(NAME).root)  # every finding new, as a bot shows it
         for fmt in CHECK.names():
             for where, options in OPTIONS.items():
                 out[f"{fmt}/{where}"] = "".join(CHECK[fmt].render(report, options))
+        for fmt in REVIEW.names():
+            for where, options in OPTIONS.items():
+                out[f"review-{fmt}/{where}"] = "".join(REVIEW[fmt].render(review, options))
     return out
 
 
 def test_no_output_carries_a_raw_control_character(outputs: dict[str, str]) -> None:
     assert {k.partition("/")[0] for k in outputs} >= {"rich", "concise", "json", "sarif", "rdjson"}
+    assert {"review-rich", "review-concise", "review-github"} <= {
+        k.partition("/")[0] for k in outputs
+    }
     for key, text in outputs.items():
-        plain = _SGR.sub("", text) if key == "rich/terminal" else text
+        plain = _SGR.sub("", text) if key.endswith("rich/terminal") else text
         raw = sorted({repr(c) for c in _RAW.findall(plain)})
         assert raw == [], key
 

@@ -12,12 +12,14 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from flagtrace.model import ReviewReport
+from flagtrace.report.text import safe
 
 if TYPE_CHECKING:
     from flagtrace.report import RenderOptions
 
 
 def render(report: ReviewReport, options: RenderOptions) -> Iterator[str]:
+    report = safe(report)  # names, paths and messages escaped: no control character is printed
     for f in report.findings:
         loc = f.location
         yield f"{loc.path}:{loc.line}:{loc.column}: {f.code} [{f.change.value}] {f.message}\n"

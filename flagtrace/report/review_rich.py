@@ -20,6 +20,8 @@ from rich.console import Console
 from rich.text import Text
 
 from flagtrace.model import Change, FlagChanges, Location, ReviewFinding, ReviewReport
+from flagtrace.report.layout import strip_trailing
+from flagtrace.report.text import safe
 from flagtrace.rules import OBSERVES_SET
 
 if TYPE_CHECKING:
@@ -100,6 +102,7 @@ def _changes(c: FlagChanges) -> Text:
 
 
 def render(report: ReviewReport, options: RenderOptions) -> Iterator[str]:
+    report = safe(report)  # no control character of the analysed code reaches the terminal
     buffer = io.StringIO()
     console = Console(
         file=buffer,
@@ -129,4 +132,4 @@ def render(report: ReviewReport, options: RenderOptions) -> Iterator[str]:
         ),
         overflow="fold",
     )
-    yield buffer.getvalue()
+    yield strip_trailing(buffer.getvalue())

@@ -66,21 +66,27 @@ KIND = "report"
 KEEP = 64
 
 
-@lru_cache(maxsize=1)
-def analysis_digest() -> str:
-    """flagtrace's analysis code (every module but the reporters) and the
-    versions it runs on: a report is stale when any of them changes."""
-    import libcst
-    import networkx
+@lru_cache(maxsize=4)
+def analysis_digest(package: Path | None = None) -> str:
+    """flagtrace's analysis code (every module but the reporters, subpackages such as
+    ``resolve/`` included) and the versions it runs on: a report is stale when any of
+    them changes.
+
+    The library versions come from their package metadata: importing libcst and networkx
+    to ask them would cost a warm run (which parses nothing) most of its time."""
+    from importlib.metadata import version
 
     from flagtrace import __version__
 
-    here = Path(__file__).resolve().parent
+    here = package if package is not None else Path(__file__).resolve().parent
     digest = hashlib.sha256(
-        f"{__version__};{libcst.LIBCST_VERSION};{networkx.__version__};{sys.version}".encode()
+        f"{__version__};{version('libcst')};{version('networkx')};{sys.version}".encode()
     )
-    for path in sorted(here.glob("*.py")):
-        digest.update(path.name.encode())
+    for path in sorted(here.rglob("*.py")):
+        relative = path.relative_to(here)
+        if relative.parts[0] == "report":
+            continue  # how a report is shown, not what it says
+        digest.update(relative.as_posix().encode())
         try:
             digest.update(path.read_bytes())
         except OSError:  # a zipped install: the versions have to do

@@ -156,3 +156,27 @@ def test_cache_info_counts_reports_and_clear_removes_them(
     assert not (tmp_path / "cache" / "results").exists()
     again = Run(tree, tmp_path / "cache")
     assert again.reused == [] and len(again.parsed) == len(list(tree.rglob("*.py")))
+
+
+def test_the_analysis_digest_covers_subpackages_and_leaves_out_the_reporters(
+    tmp_path: Path,
+) -> None:
+    """A stored report is stale when any analysis module changes, ``resolve/`` included (an
+    edit there alone used to keep serving reports of the old resolver); a reporter's edit
+    changes how a report looks, not what it says, and keeps it."""
+    import shutil
+
+    import flagtrace
+    from flagtrace.results import analysis_digest
+
+    package = tmp_path / "flagtrace"
+    shutil.copytree(Path(flagtrace.__file__).parent, package)
+    digest = analysis_digest.__wrapped__  # memoised per run; here the files change under it
+    before = digest(package)
+    values = package / "resolve" / "values.py"
+    values.write_text(values.read_text() + "\n# an edit\n")
+    after_resolver = digest(package)
+    assert after_resolver != before
+    rich = package / "report" / "check_rich.py"
+    rich.write_text(rich.read_text() + "\n# an edit\n")
+    assert digest(package) == after_resolver

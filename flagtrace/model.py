@@ -785,6 +785,9 @@ class SetterFinding:
     value: str  # what it sets the flag to: True, False, None, constant, restore, unknown
     location: Location
     hazards: tuple[HazardKind, ...] = ()
+    #: it refuses nested use before it sets the flag (``assert not FLAG``,
+    #: ``if FLAG: raise``): nesting fails loudly, so a constant reset is no FT102
+    nesting_guarded: bool = False
 
 
 @record

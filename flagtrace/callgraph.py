@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 
 import networkx as nx
 
+from flagtrace.generators import runs_body
 from flagtrace.model import (
     CallEdge,
     Callee,
@@ -145,6 +146,16 @@ class CallGraph:
         """What call site ``site`` of ``scope`` calls (a class body's sites are
         its own, not its module's)."""
         return self.resolved.site_callees.get((scope, site), ())
+
+    def running_callees(self, scope: str, site: int) -> tuple[Callee, ...]:
+        """The callees of a site whose bodies run there: all of them but the
+        generator functions it only calls (building a generator object runs
+        none of its body; the sites that resume the object run it; see
+        ``flagtrace.generators``)."""
+        callees = self.site_callees(scope, site)
+        resumed = self.resolved.resumed.get((scope, site), frozenset())
+        scopes = self.resolved.program.scopes
+        return tuple(c for c in callees if runs_body(scopes.get(c.qualname), c.qualname, resumed))
 
     def call_sites(self) -> Iterator[tuple[tuple[str, int], tuple[Callee, ...]]]:
         """Every resolved call site, by (scope, index), with its callees."""

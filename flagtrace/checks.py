@@ -55,6 +55,19 @@ def find_hazards(
     return sorted(unique.values(), key=lambda h: (h.location.path, h.location.line, h.code))
 
 
+def nesting_guarded(fx: FlagEffects, interp: Interpreter) -> frozenset[str]:
+    """The setters that refuse nested use before they set the flag (``assert not
+    FLAG``, ``if FLAG: raise``), by function: the reason FT102 spares them, which
+    the report states in the setter's row."""
+    judge = _Judge(fx, interp)
+    out = set()
+    for qn in fx.setters:
+        scope = fx.p.scopes.get(qn) or fx.p.scopes.get(f"{qn}.__enter__")
+        if scope is not None and judge._guarded(scope):
+            out.add(qn)
+    return frozenset(out)
+
+
 # What a statement does to the flag: set it, reset it (to a constant, or restoring the
 # saved value), or nothing; ``text`` names it in a hazard's detail.
 _SET, _RESET_CONST, _RESTORE = "set", "reset to a constant", "restore"

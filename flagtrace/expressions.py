@@ -202,6 +202,17 @@ class ExpressionWalker:
         self.emit(CallStep(site))
         return site
 
+    def iterate(self, iterable: Expr, node: cst.CSTNode) -> None:
+        """Record the iteration protocol over ``node`` (whose value is ``iterable``)
+        as implicit calls: ``iter(x)``, then ``__next__()`` on what that returned.
+        ``for``, comprehensions and ``yield from`` iterate; the ``__next__`` is
+        where a generator's body runs (``flagtrace.generators``)."""
+        text = self.src.text(node, MAX_CALL_TEXT)
+        it = self.add_call(
+            AttrExpr(iterable, "__iter__"), (), node, f"<iter> {text}", CallKind.ITER
+        )
+        self.add_call(AttrExpr(CallExpr(it), "__next__"), (), node, f"<next> {text}", CallKind.NEXT)
+
     # ---- bindings (shared with statements: a walrus and a comprehension bind too)
 
     def assign(
@@ -461,6 +472,7 @@ class ExpressionWalker:
         value: Expr = OpaqueExpr("")
         if isinstance(node.value, cst.From):
             value = self.expr(node.value.item)
+            self.iterate(value, node.value.item)  # ``yield from g`` runs g's body here
         elif node.value is not None:
             value = self.expr(node.value)
         self.scope.yields.append(value)
@@ -479,6 +491,7 @@ class ExpressionWalker:
         for c in fors:
             with self.within(frame):
                 it = self.expr(c.iter)
+                self.iterate(it, c.iter)
                 self.assign(c.target, it, self.src.text(c.iter), c.iter, iterates=True)
             for cond in c.ifs:
                 with self.within(frame):

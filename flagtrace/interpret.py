@@ -194,7 +194,7 @@ class Interpreter:
         memo = self._site_memo.get((qualname, site))
         if memo is not None:
             return memo
-        callees = self.graph.site_callees(qualname, site)
+        callees = self.graph.running_callees(qualname, site)
         passive = False
         active: list[str] = []
         raising: list[str] = []
@@ -341,6 +341,10 @@ class Interpreter:
             call = scope.calls[site]
             for acc in self.fx.accessor_callees(scope, site):
                 ctx.run.reads.append((call.location, acc, state, call.guards))
+            if call.kind is CallKind.NEXT:
+                # a ``for`` (comprehension, ``yield from``) runs the generator it
+                # iterates here, its writes included (``flagtrace.generators``)
+                return self.apply_call(scope, site, state)
             if call.kind is not CallKind.CALL:
                 return state
             entered = self._enter_context_call(scope, site, state)
@@ -591,11 +595,15 @@ class Interpreter:
         """Setter context managers a ``with`` item enters: ("cm", generator) or
         ("class", __enter__)."""
         out: list[tuple[str, str]] = []
-        if isinstance(expr, CallExpr):
-            for c in self.graph.site_callees(scope.qualname, expr.site):
-                if c.qualname in self.writers and self.is_cm(c.qualname):
-                    out.append(("cm", c.qualname))
         values = self.graph.values
+        # the generator objects the item evaluates to: ``cm()``, and also what a
+        # factory returns (``with make_cm():``) or a name holds
+        found = set(values.generators(scope.qualname, expr))
+        if isinstance(expr, CallExpr):  # a decorator may hide the generator from value flow
+            found.update(c.qualname for c in self.graph.site_callees(scope.qualname, expr.site))
+        for qn in sorted(found):
+            if qn in self.writers and self.is_cm(qn):
+                out.append(("cm", qn))
         for cls in values.instance_classes(scope.qualname, expr):
             for enter in values.methods(cls, "__enter__", "__aenter__"):
                 if enter in self.writers:

@@ -21,7 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from flagtrace.callgraph import CallGraph, owner_of
-from flagtrace.checks import Threads, find_hazards, threads_of
+from flagtrace.checks import Threads, find_hazards, nesting_guarded, threads_of
 from flagtrace.effects import (
     Flag,
     FlagEffects,
@@ -146,7 +146,9 @@ def _entry(
             break
     if sets:
         fx = FlagEffects(graph, flag, shared)
-        hazards = find_hazards(fx, Interpreter(fx), threads)
+        interp = Interpreter(fx)
+        hazards = find_hazards(fx, interp, threads)
+        guarded = nesting_guarded(fx, interp)
         by_setter: dict[str, list[HazardKind]] = defaultdict(list)
         for h in hazards:
             by_setter[_setter_key(fx, h.function)].append(h.kind)
@@ -157,6 +159,7 @@ def _entry(
                 _shown_value(s.value),
                 s.location,
                 tuple(sorted(set(by_setter.get(s.function, [])))),
+                s.function in guarded,
             )
             for s in sorted(fx.setters.values(), key=lambda s: s.function)
         )

@@ -63,7 +63,7 @@ def record(cls: type[_T] | None = None, *, order: bool = False) -> Any:
 # --------------------------------------------------------------------------
 # The summary format
 
-SUMMARY_FORMAT = 5  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
+SUMMARY_FORMAT = 6  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
 
 #: The files of ``flagtrace`` whose code decides what a summary holds. The cache
 #: key (``cache.schema``) hashes each of them, so an edited walk never reads
@@ -785,6 +785,9 @@ class SetterFinding:
     value: str  # what it sets the flag to: True, False, None, constant, restore, unknown
     location: Location
     hazards: tuple[HazardKind, ...] = ()
+    #: it refuses nested use before it sets the flag (``assert not FLAG``,
+    #: ``if FLAG: raise``): nesting fails loudly, so a constant reset is no FT102
+    nesting_guarded: bool = False
 
 
 @record

@@ -115,7 +115,7 @@ class Reach:
             run = self.i.run(scope, State(unset, set_))
             for site, state in run.calls:
                 call = scope.calls[site]
-                for c in self.graph.site_callees(qn, site):
+                for c in self.graph.running_callees(qn, site):
                     if not c.analysed or c.qualname not in self.p.scopes:
                         continue
                     callee_scope = self.p.scopes[c.qualname]

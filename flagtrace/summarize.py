@@ -411,14 +411,7 @@ class _Indexer(ExpressionWalker):
 
     def stmt_For(self, node: cst.For) -> None:
         iterable = self.expr(node.iter)
-        text = self.src.text(node.iter, MAX_CALL_TEXT)
-        # the iteration protocol: iter(x).__next__(), recorded as implicit calls
-        it = self.add_call(
-            AttrExpr(iterable, "__iter__"), (), node.iter, f"<iter> {text}", CallKind.ITER
-        )
-        self.add_call(
-            AttrExpr(CallExpr(it), "__next__"), (), node.iter, f"<next> {text}", CallKind.NEXT
-        )
+        self.iterate(iterable, node.iter)
         self.assign(node.target, iterable, self.src.text(node.iter), node.iter, iterates=True)
         body = self.block(node.body)
         orelse = self.block(node.orelse.body) if node.orelse is not None else ()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 
 from flagtrace.callgraph import CallGraph
-from flagtrace.checks import find_hazards
+from flagtrace.checks import find_hazards, nesting_guarded
 from flagtrace.effects import Flag, FlagEffects, ValueKind
 from flagtrace.flagstate import UNSET, join
 from flagtrace.interpret import Interpreter
@@ -158,6 +158,7 @@ def analyse_flag(
 ) -> FlagReport:
     fx, interp, reach = _engine(graph, flag, reads)
     hazards = find_hazards(fx, interp)
+    guarded = nesting_guarded(fx, interp)
     by_setter: dict[str, list[HazardKind]] = {}
     for h in hazards:
         by_setter.setdefault(_setter_key(fx, h.function), []).append(h.kind)
@@ -168,6 +169,7 @@ def analyse_flag(
             _shown_value(s.value),
             s.location,
             tuple(sorted(set(by_setter.get(s.function, [])))),
+            s.function in guarded,
         )
         for s in sorted(fx.setters.values(), key=lambda s: s.function)
     )

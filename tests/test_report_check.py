@@ -335,3 +335,15 @@ def test_the_read_step_shows_its_guards_in_rich_and_json() -> None:
             "expr": {"path": "cfg.fast"},
         },
     ]
+
+
+def test_a_setter_that_refuses_nesting_says_so() -> None:
+    """``nesting_guarded`` (issue 15, item 5): the rich setter row and the JSON say it."""
+    report = sample_report()
+    (flag,) = report.flags
+    guarded = replace(flag.setters[0], hazards=(), nesting_guarded=True)
+    report = replace(report, flags=(replace(flag, setters=(guarded, *flag.setters[1:])),))
+    assert [s["nesting_guarded"] for s in _json(report)["flags"][0]["setters"]] == [True, False]
+    rows = _rich(report, RenderOptions(width=200)).split("setters\n", 1)[1]
+    assert rows.count("refuses nested use") == 1
+    assert "hazards: -, refuses nested use" in rows

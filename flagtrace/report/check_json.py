@@ -101,6 +101,7 @@ def _flag(f: FlagReport) -> dict[str, Any]:
                 "value": s.value,
                 **_where(s.location),
                 "hazards": [kind.value for kind in s.hazards],
+                "nesting_guarded": s.nesting_guarded,
             }
             for s in f.setters
         ],

@@ -349,6 +349,8 @@ def _setters(f: FlagReport, short: _Short) -> Group:
         text.append(f"\n{s.kind.value}, sets {s.value}, ")
         text.append(short.where(s.location), style="dim")
         text.append(f"\nhazards: {', '.join(k.value for k in s.hazards) or '-'}")
+        if s.nesting_guarded:
+            text.append(", refuses nested use")
         rows.append((Text("-"), text))
     return Group(Text("setters", style="bold"), _grid(rows, indent=1))
 

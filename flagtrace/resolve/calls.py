@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from flagtrace.generators import ITER_BUILTINS, RESUMING_METHODS
 from flagtrace.model import (
     AttrExpr,
     Callee,
@@ -56,10 +57,11 @@ Binding = tuple[tuple[str, str], Values]
 class Calls(ResolverBase):
     def resolve_site(
         self, qn: str, index: int, site: CallSite
-    ) -> tuple[tuple[Callee, ...], list[Binding], bool]:
-        """The callees of one site, the argument bindings it makes, and whether
+    ) -> tuple[tuple[Callee, ...], list[Binding], bool, frozenset[str]]:
+        """The callees of one site, the argument bindings it makes, whether
         it knowingly calls nothing analysed (a method of a builtin value, a
-        library class without our ``__init__``)."""
+        library class without our ``__init__``), and the generator functions
+        whose objects it resumes (callees too: see ``flagtrace.generators``)."""
         targets, by_name = self.callee_values(qn, index, site)
         callees: dict[str, Callee] = {}
         bindings: list[Binding] = []
@@ -93,14 +95,37 @@ class Calls(ResolverBase):
         if not callees and by_name and not implicit:
             for method in self.p.methods_by_name.get(by_name, ()):
                 callees[method] = Callee(method, Resolution.BY_NAME, True)
+        resumed = self.resumed_generators(qn, site, targets)
+        for gen in resumed:
+            if gen not in callees:
+                callees[gen] = Callee(gen, Resolution.TYPED, True)
         # we know what is called (a class without __init__, a method of a list or
         # dict, the iteration protocol of a builtin): nothing of ours
         knowingly_empty = not callees and bool(
             targets or implicit or self._builtin_receiver(qn, site)
         )
         if len(callees) < 2:
-            return tuple(callees.values()), bindings, knowingly_empty
-        return tuple(sorted(callees.values(), key=lambda c: c.qualname)), bindings, False
+            return tuple(callees.values()), bindings, knowingly_empty, resumed
+        ordered_callees = tuple(sorted(callees.values(), key=lambda c: c.qualname))
+        return ordered_callees, bindings, False, resumed
+
+    def resumed_generators(self, qn: str, site: CallSite, targets: list[Target]) -> frozenset[str]:
+        """The generator functions whose objects this site resumes, running their
+        bodies: ``g.__next__()`` (a ``for``'s, a comprehension's, ``yield from``'s),
+        ``g.__enter__()`` (a ``with``'s), ``g.send(v)``; and a generator passed to a
+        builtin or to library code (``next(g)``, ``list(g)``,
+        ``stack.enter_context(cm())``), which is taken to consume it.
+        ``iter(g)`` returns ``g`` and runs nothing (``call_result`` passes it on)."""
+        func = site.func
+        values: set[Value] = set()
+        if isinstance(func, AttrExpr) and func.attr in RESUMING_METHODS:
+            values.update(self.eval(qn, func.base))
+        if site.kind is CallKind.CALL and any(
+            v[0] in (BUILTIN, EXTERNAL) and v[1] not in ITER_BUILTINS for v, _, _ in targets
+        ):
+            for arg in site.args:
+                values.update(self.eval(qn, arg.value))
+        return frozenset(name for kind, name, _ in values if kind is GENERATOR)
 
     def _builtin_receiver(self, qn: str, site: CallSite) -> bool:
         """``xs.append(x)`` on a list/dict/set display or a builtin value."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from flagtrace.generators import ITER_BUILTINS
 from flagtrace.model import (
     AttrExpr,
     CallExpr,
@@ -302,6 +303,13 @@ class Objects(ResolverBase):
                 elif kind is BUILTIN:
                     if name in PASSTHROUGH_BUILTINS and site.args:
                         out |= self.eval(qn, site.args[0].value)
+                    elif name in ITER_BUILTINS and site.args:  # ``iter(g)`` is ``g``
+                        out |= _generators(self.eval(qn, site.args[0].value))
+            func = site.func
+            if isinstance(func, AttrExpr) and func.attr in ("__iter__", "__aiter__"):
+                # a generator is its own iterator: the ``__next__`` a ``for`` makes
+                # after this resumes it (``flagtrace.generators``)
+                out |= _generators(self.eval(qn, func.base))
             if decorator and not targets and site.args:
                 out |= self.eval(qn, site.args[0].value)
         finally:
@@ -394,3 +402,8 @@ class Objects(ResolverBase):
         for y in scope.yields:
             out |= self.eval(qn, y)
         return frozenset(out)
+
+
+def _generators(values: Values) -> Values:
+    """The generator objects among ``values``."""
+    return frozenset(v for v in values if v[0] is GENERATOR)

@@ -10,12 +10,12 @@ classes can this ``with`` item be an instance of?).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from flagtrace.model import Callee, DecoratorKind, Expr
 from flagtrace.resolve.program import Program
 from flagtrace.resolve.rounds import Resolver, SiteKey
-from flagtrace.resolve.values import FUNCTION, INSTANCE, MODULE, Values, ordered
+from flagtrace.resolve.values import FUNCTION, GENERATOR, INSTANCE, MODULE, Values, ordered
 
 
 class ValueQuery:
@@ -43,6 +43,11 @@ class ValueQuery:
         """Analysed functions (or bound methods) ``expr`` may evaluate to in ``qn``."""
         return [name for kind, name, _ in ordered(self._r.eval(qn, expr)) if kind is FUNCTION]
 
+    def generators(self, qn: str, expr: Expr) -> list[str]:
+        """The generator functions whose generator objects ``expr`` may evaluate
+        to in ``qn`` (``cm()``, ``make_cm()`` returning one, a stored one)."""
+        return [name for kind, name, _ in ordered(self._r.eval(qn, expr)) if kind is GENERATOR]
+
     def decorator_kinds(self, qn: str) -> frozenset[DecoratorKind]:
         """What ``qn``'s decorators make of it (a context manager, a static method...)."""
         return self._r.decorator_kinds(qn)
@@ -65,6 +70,10 @@ class ResolvedProgram:
     #: sites that call nothing analysed, knowingly (a method of a list, a library class)
     resolved_empty: frozenset[SiteKey]
     values: ValueQuery
+    #: site -> the generator functions whose objects it resumes (iterates,
+    #: enters, hands to library code): there, and not where they are called,
+    #: their bodies run (``flagtrace.generators``)
+    resumed: Mapping[SiteKey, frozenset[str]] = field(default_factory=dict)
 
     def callees(self, scope: str, site: int) -> tuple[Callee, ...]:
         return self.site_callees.get((scope, site), ())
@@ -91,5 +100,6 @@ def resolve_program(resolver: Resolver) -> ResolvedProgram:
         program=resolver.p,
         site_callees=resolver.site_callees,
         resolved_empty=frozenset(resolver.resolved_empty),
+        resumed=dict(resolver.resumed),
         values=ValueQuery(resolver),
     )

@@ -31,6 +31,8 @@ class Resolver(Calls, Objects, Names, ClassModel):
         super().__init__(program)
         self.site_callees: dict[SiteKey, tuple[Callee, ...]] = {}
         self.resolved_empty: set[SiteKey] = set()  # sites that call nothing of ours, knowingly
+        #: the generator functions each site resumes (runs the body of), see flagtrace.generators
+        self.resumed: dict[SiteKey, frozenset[str]] = {}
         self._callers: dict[str, set[str]] | None = None
 
     def run(self) -> None:
@@ -56,8 +58,12 @@ class Resolver(Calls, Objects, Names, ClassModel):
         for qn in names:
             scope = self.p.scopes[qn]
             for i, site in enumerate(scope.calls):
-                callees, bindings, knowingly_empty = self.resolve_site(qn, i, site)
+                callees, bindings, knowingly_empty, resumed = self.resolve_site(qn, i, site)
                 self.site_callees[(qn, i)] = callees
+                if resumed:
+                    self.resumed[(qn, i)] = resumed
+                else:
+                    self.resumed.pop((qn, i), None)
                 if knowingly_empty:
                     self.resolved_empty.add((qn, i))
                 else:

@@ -113,8 +113,8 @@ def test_reporters_load_nothing_but_the_model() -> None:
 
 
 def test_starting_the_cli_imports_no_reporter() -> None:
-    """``flagtrace`` imports the CLI twice per run (before and after fixing the hash seed):
-    the --format choices must not cost an import of every reporter, rich and the model."""
+    """Every run imports the CLI, the pre-commit hook's included: its --format choices must
+    not cost an import of every reporter, rich and the model."""
     assert _modules_after("import flagtrace.cli") == [
         "flagtrace",
         "flagtrace.cli",

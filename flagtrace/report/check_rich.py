@@ -33,7 +33,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.text import Text
 from rich.tree import Tree
 
@@ -47,6 +47,7 @@ from flagtrace.model import (
     WitnessStep,
 )
 from flagtrace.report.layout import Short as _Short
+from flagtrace.report.layout import buffer_console
 from flagtrace.report.layout import dir_prefix as _dir_prefix
 from flagtrace.report.layout import dotted_prefix as _dotted_prefix
 from flagtrace.report.layout import grid as _grid
@@ -441,18 +442,7 @@ def render(report: AnalysisReport, options: RenderOptions) -> Iterator[str]:
     """The report laid out by rich for the destination ``options`` describes, handed on
     flag by flag (rich writes into a buffer; the CLI writes the text where it goes)."""
     report = safe(report)  # no control character of the analysed code reaches the terminal
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        width=options.width,
-        color_system=options.terminal,
-        force_terminal=options.terminal is not None,
-        no_color=not options.color,
-        legacy_windows=False,
-        highlight=False,
-        emoji=False,
-        markup=False,
-    )
+    console, buffer = buffer_console(options)
     if len(report.flags) > 1:
         for f in report.flags:
             console.print(Text.assemble((f.qualname.rpartition(".")[2] + ": ", "bold"), answer(f)))

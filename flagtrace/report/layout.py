@@ -9,14 +9,20 @@ is ever cut.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from flagtrace.model import Location
+
+if TYPE_CHECKING:
+    from flagtrace.report import RenderOptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,3 +84,24 @@ def strip_trailing(text: str) -> str:
     """``text`` without the spaces a grid pads its last column with (a log keeps them,
     and a diff of two reports shows them)."""
     return _TRAILING.sub(r"\1", text)
+
+
+def buffer_console(options: RenderOptions) -> tuple[Console, io.StringIO]:
+    """A rich console writing into a buffer for the destination ``options`` describes.
+
+    Markup, emoji codes and highlighting are off: text from the analysed code
+    (``[bold]``, ``:smile:``, numbers and paths) is printed as it is, never interpreted.
+    """
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=options.width,
+        color_system=options.terminal,
+        force_terminal=options.terminal is not None,
+        no_color=not options.color,
+        legacy_windows=False,
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
+    return console, buffer

@@ -12,15 +12,13 @@ whole width, wrapped, never cut."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from rich.console import Console
 from rich.text import Text
 
 from flagtrace.model import Change, FlagChanges, Location, ReviewFinding, ReviewReport
-from flagtrace.report.layout import strip_trailing
+from flagtrace.report.layout import buffer_console, strip_trailing
 from flagtrace.report.text import safe
 from flagtrace.rules import OBSERVES_SET
 
@@ -103,16 +101,7 @@ def _changes(c: FlagChanges) -> Text:
 
 def render(report: ReviewReport, options: RenderOptions) -> Iterator[str]:
     report = safe(report)  # no control character of the analysed code reaches the terminal
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        width=options.width,
-        color_system=options.terminal,
-        force_terminal=options.terminal is not None,
-        no_color=not options.color,
-        legacy_windows=False,
-        highlight=False,
-    )
+    console, buffer = buffer_console(options)
     console.print(Text(summary(report), style="bold"), overflow="fold")
     for f in report.findings:
         console.print(_finding(f), overflow="fold")

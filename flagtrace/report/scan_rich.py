@@ -8,15 +8,21 @@ width, and nothing is cut, only wrapped."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from rich.console import Console, Group
+from rich.console import Group
 from rich.text import Text
 
 from flagtrace.model import FlagInventory, ScanReport
-from flagtrace.report.layout import Short, dir_prefix, dotted_prefix, grid, strip_trailing
+from flagtrace.report.layout import (
+    Short,
+    buffer_console,
+    dir_prefix,
+    dotted_prefix,
+    grid,
+    strip_trailing,
+)
 from flagtrace.report.text import safe
 
 if TYPE_CHECKING:
@@ -70,16 +76,7 @@ def _block(rank: int, f: FlagInventory, short: Short) -> Group:
 
 def render(report: ScanReport, options: RenderOptions) -> Iterator[str]:
     report = safe(report)  # no control character of the analysed code reaches the terminal
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        width=options.width,
-        color_system=options.terminal,
-        force_terminal=options.terminal is not None,
-        no_color=not options.color,
-        legacy_windows=False,
-        highlight=False,
-    )
+    console, buffer = buffer_console(options)
     short = _shortener(report)
     stated = [f"names are relative to {short.names}"] if short.names else []
     stated += [f"paths to {short.paths}"] if short.paths else []

@@ -151,6 +151,11 @@ class _Judge:
         after = self.interp.transfer.get((caller, False))
         return after is not None and not after[1]
 
+    def _can_return_set(self, qn: str) -> bool:
+        """Can the function ``qn``, entered with the flag unset, return with it set?"""
+        after = self.interp.transfer.get((qn, False))
+        return after is None or bool(after[1])
+
     def subjects(self) -> dict[str, SetterKind]:
         """The functions judged, with their kind. A plain setter function whose
         every caller resets what it sets (``set_x(True) ... set_x(False)``) is not
@@ -160,7 +165,9 @@ class _Judge:
         for qn, setter in self.fx.setters.items():
             if self._is_exit(qn):
                 continue  # judged with its ``__enter__``
-            if setter.kind is SetterKind.FUNCTION:
+            if setter.kind is SetterKind.FUNCTION and self._can_return_set(qn):
+                # only a setter that can return with the flag set hands the pair to its
+                # callers; one that resets before it returns makes the pair itself
                 callers = self._callers(qn)
                 if callers and all(self._pairs(c) for c in callers):
                     delegated.add(qn)
@@ -461,6 +468,12 @@ class _Judge:
                     held = True
                     continue
                 if effect is not None:
+                    # a reset made by a call happens inside it: the call can raise first
+                    # (``call_fn(i, batch)`` where call_fn may reset the flag, or not)
+                    why = self._raises(scope, step, generator) if held else None
+                    if why is not None and isinstance(step, CallStep) and escapes(frames):
+                        found.append((_loc(scope, step), why))
+                        return None
                     held = False
                     continue
                 why = self._raises(scope, step, generator)

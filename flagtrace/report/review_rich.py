@@ -15,10 +15,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from rich.console import Group
 from rich.text import Text
 
-from flagtrace.model import Change, FlagChanges, Location, ReviewFinding, ReviewReport
-from flagtrace.report.layout import buffer_console, strip_trailing
+from flagtrace.model import Change, FlagChanges, ReviewFinding, ReviewReport
+from flagtrace.report.layout import (
+    Short,
+    buffer_console,
+    dir_prefix,
+    dotted_prefix,
+    grid,
+    strip_trailing,
+)
 from flagtrace.report.text import safe
 from flagtrace.rules import OBSERVES_SET
 
@@ -62,53 +70,65 @@ def summary(report: ReviewReport) -> str:
     return "this change touches no flag"
 
 
-def _where(loc: Location) -> str:
-    return f"{loc.path}:{loc.line}"
+def _shortener(report: ReviewReport) -> Short:
+    """The package prefix and directory every name and path shown shares (stated once)."""
+    names = [f.function for f in report.findings] + [c.flag for c in report.changes]
+    names += [r.function for c in report.changes for r in (*c.readers_added, *c.readers_removed)]
+    names += [s.function for c in report.changes for s in (*c.setters_added, *c.setters_removed)]
+    paths = [f.location.path for f in report.findings]
+    paths += [r.location.path for f in report.findings for r in f.related]
+    return Short(dotted_prefix(names), dir_prefix(paths))
 
 
-def _finding(f: ReviewFinding) -> Text:
-    t = Text()
+def _finding(f: ReviewFinding, short: Short) -> Group:
+    """A finding: what changed, where it is anchored, its message, then the places it
+    refers to, each a row whose text wraps under itself."""
+    head = Text()
     new = f.change is Change.NEW
-    t.append("new " if new else "fixed ", style="bold red" if new else "bold green")
-    t.append(f"{f.code} ", style="bold")
-    t.append(str(f.location))
+    head.append("new " if new else "fixed ", style="bold red" if new else "bold green")
+    head.append(f"{f.code} ", style="bold")
+    head.append(f"{short.where(f.location)}:{f.location.column}")
     if new and not f.anchored:
-        t.append("  (no changed line causes it: shown where it is)", style="dim")
+        head.append("  (no changed line causes it: shown where it is)", style="dim")
     elif not new:
-        t.append("  (in the base)", style="dim")
-    t.append("\n   ")
-    t.append(f.message)
+        head.append("  (in the base)", style="dim")
+    rows = [(Text("  "), Text(f.message))]
     for r in f.related:
-        t.append(f"\n   {r.role:<7}", style="dim")
-        t.append(f"{_where(r.location)}  ", style="dim")
-        t.append(r.message)
-    return t
+        text = Text(short.where(r.location), style="dim")
+        text.append(f"\n{r.message}")
+        rows.append((Text(f"  {r.role}", style="dim"), text))
+    return Group(head, grid(rows))
 
 
-def _changes(c: FlagChanges) -> Text:
-    t = Text(c.flag, style="bold")
+def _changes(c: FlagChanges, short: Short) -> Group:
     rows = [("+ reader", r.function, r.location) for r in c.readers_added] + [
         ("- reader", r.function, r.location) for r in c.readers_removed
     ]
     rows += [("+ setter", s.function, s.location) for s in c.setters_added]
     rows += [("- setter", s.function, s.location) for s in c.setters_removed]
+    lines = []
     for sign, function, loc in rows:
-        t.append(f"\n   {sign} ", style="green" if sign[0] == "+" else "red")
-        t.append(function)
-        t.append(f"  {_where(loc)}", style="dim")
-    return t
+        text = Text(short.name(function))
+        text.append(f"  {short.where(loc)}", style="dim")
+        lines.append((Text(f"  {sign}", style="green" if sign[0] == "+" else "red"), text))
+    return Group(Text(short.name(c.flag), style="bold"), grid(lines))
 
 
 def render(report: ReviewReport, options: RenderOptions) -> Iterator[str]:
     report = safe(report)  # no control character of the analysed code reaches the terminal
     console, buffer = buffer_console(options)
     console.print(Text(summary(report), style="bold"), overflow="fold")
+    short = _shortener(report)
+    stated = [f"names are relative to {short.names}"] if short.names else []
+    stated += [f"paths to {short.paths}"] if short.paths else []
+    if stated and (report.findings or report.changes):
+        console.print(Text(f"below, {' and '.join(stated)}", style="dim"))
     for f in report.findings:
-        console.print(_finding(f), overflow="fold")
+        console.print(_finding(f, short))
     if report.changes:
         console.print(Text("readers and setters:", style="dim"))
     for c in report.changes:
-        console.print(_changes(c), overflow="fold")
+        console.print(_changes(c, short))
     for d in report.errors:
         console.print(Text(f"error: {d}", style="red"), overflow="fold")
     head = f"{report.head} ({report.head_commit[:10]})" if report.head_commit else "the work tree"

@@ -25,6 +25,25 @@ OBSERVES_SET = "FT001"
 EXAMPLE_FLAG = "_flag"
 
 
+#: The fixed form of FT101, FT102 and FT103 alike: save, set, and restore in ``finally``.
+_RESTORED_IN_FINALLY = """\
+from contextlib import contextmanager
+
+_flag = False
+
+
+@contextmanager
+def capturing():
+    global _flag
+    prev = _flag
+    _flag = True
+    try:
+        yield
+    finally:
+        _flag = prev
+"""
+
+
 @dataclass(frozen=True, slots=True)
 class Rule:
     """A finding's stable code, its one-line summary (the start of every such
@@ -129,22 +148,7 @@ def capturing():
     yield  # an exception in the `with` body never comes back here
     _flag = prev
 """,
-        """\
-from contextlib import contextmanager
-
-_flag = False
-
-
-@contextmanager
-def capturing():
-    global _flag
-    prev = _flag
-    _flag = True
-    try:
-        yield
-    finally:
-        _flag = prev
-""",
+        _RESTORED_IN_FINALLY,
     ),
     Rule(
         "FT102",
@@ -168,22 +172,7 @@ def capturing():
     finally:
         _flag = False  # a nested `with capturing():` clears it for the outer one
 """,
-        """\
-from contextlib import contextmanager
-
-_flag = False
-
-
-@contextmanager
-def capturing():
-    global _flag
-    prev = _flag
-    _flag = True
-    try:
-        yield
-    finally:
-        _flag = prev
-""",
+        _RESTORED_IN_FINALLY,
     ),
     Rule(
         "FT103",
@@ -199,22 +188,7 @@ def enable_capture():
     global _flag
     _flag = True  # still set when the caller moves on
 """,
-        """\
-from contextlib import contextmanager
-
-_flag = False
-
-
-@contextmanager
-def capturing():
-    global _flag
-    prev = _flag
-    _flag = True
-    try:
-        yield
-    finally:
-        _flag = prev
-""",
+        _RESTORED_IN_FINALLY,
     ),
     Rule(
         "FT104",

@@ -18,7 +18,9 @@ from flagtrace.model import (
     GuardExpr,
     GuardNot,
     GuardPath,
+    Hazard,
     Location,
+    SetterFinding,
     WitnessStep,
 )
 
@@ -77,7 +79,7 @@ def _step(s: WitnessStep) -> dict[str, Any]:
     }
 
 
-def _entry(e: EntryVerdict) -> dict[str, Any]:
+def entry_dict(e: EntryVerdict) -> dict[str, Any]:
     return {
         "entry": e.entry,
         "observes_set": e.observes_set,
@@ -89,36 +91,40 @@ def _entry(e: EntryVerdict) -> dict[str, Any]:
     }
 
 
+def setter_dict(s: SetterFinding) -> dict[str, Any]:
+    """A setter as JSON; ``scan --format json`` lists setters the same way."""
+    return {
+        "function": s.function,
+        "kind": s.kind.value,
+        "value": s.value,
+        **_where(s.location),
+        "hazards": [kind.value for kind in s.hazards],
+        "nesting_guarded": s.nesting_guarded,
+    }
+
+
+def hazard_dict(h: Hazard) -> dict[str, Any]:
+    """A hazard as JSON; ``scan --format json`` lists hazards the same way."""
+    return {
+        "code": h.code,
+        "kind": h.kind.value,
+        "function": h.function,
+        **_where(h.location),
+        "message": h.message,
+    }
+
+
 def _flag(f: FlagReport) -> dict[str, Any]:
     return {
         "qualname": f.qualname,
         **_where(f.location),
         "initial": f.initial,
-        "setters": [
-            {
-                "function": s.function,
-                "kind": s.kind.value,
-                "value": s.value,
-                **_where(s.location),
-                "hazards": [kind.value for kind in s.hazards],
-                "nesting_guarded": s.nesting_guarded,
-            }
-            for s in f.setters
-        ],
+        "setters": [setter_dict(s) for s in f.setters],
         "readers": [
             {"function": r.function, **_where(r.location), "via": r.via} for r in f.readers
         ],
-        "entries": [_entry(e) for e in f.entries],
-        "hazards": [
-            {
-                "code": h.code,
-                "kind": h.kind.value,
-                "function": h.function,
-                **_where(h.location),
-                "message": h.message,
-            }
-            for h in f.hazards
-        ],
+        "entries": [entry_dict(e) for e in f.entries],
+        "hazards": [hazard_dict(h) for h in f.hazards],
     }
 
 

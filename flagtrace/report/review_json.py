@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from flagtrace.model import FlagChanges, Hazard, Location, ReviewFinding, ReviewReport
-from flagtrace.report.check_json import _entry
+from flagtrace.report.check_json import entry_dict
 
 if TYPE_CHECKING:
     from flagtrace.report import RenderOptions
@@ -46,7 +46,7 @@ def _finding(f: ReviewFinding) -> dict[str, Any]:
         "related": [
             {"role": r.role, **_where(r.location), "message": r.message} for r in f.related
         ],
-        "verdict": _entry(f.verdict) if f.verdict is not None else None,
+        "verdict": entry_dict(f.verdict) if f.verdict is not None else None,
         "hazard": _hazard(f.hazard) if f.hazard is not None else None,
     }
 

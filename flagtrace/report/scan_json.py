@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from flagtrace.model import FlagInventory, Location, ScanReport
+from flagtrace.report.check_json import hazard_dict, setter_dict
 
 if TYPE_CHECKING:
     from flagtrace.report import RenderOptions
@@ -23,31 +24,12 @@ def _flag(f: FlagInventory) -> dict[str, Any]:
         "qualname": f.qualname,
         **_where(f.location),
         "initial": f.initial,
-        "setters": [
-            {
-                "function": s.function,
-                "kind": s.kind.value,
-                "value": s.value,
-                **_where(s.location),
-                "hazards": [kind.value for kind in s.hazards],
-                "nesting_guarded": s.nesting_guarded,
-            }
-            for s in f.setters
-        ],
+        "setters": [setter_dict(s) for s in f.setters],
         "writers": list(f.writers),
         "accessors": list(f.accessors),
         "reads": f.reads,
         "reader_modules": f.reader_modules,
-        "hazards": [
-            {
-                "code": h.code,
-                "kind": h.kind.value,
-                "function": h.function,
-                **_where(h.location),
-                "message": h.message,
-            }
-            for h in f.hazards
-        ],
+        "hazards": [hazard_dict(h) for h in f.hazards],
     }
 
 

@@ -175,8 +175,9 @@ def analyze(
     cache: SummaryCache | None = None,
     follow_external_symlinks: bool = False,
     manifest_root: str | None = None,
+    assume: Sequence[str] = (),
 ) -> AnalysisReport:
-    """Analyse ``flags`` in the code under ``paths``.
+    """Analyse ``flags`` in the code under ``paths`` (under the ``assume`` facts).
 
     Flags or entries that name nothing become errors in the report (the other
     flags are still analysed); bad files become errors too. With an enabled
@@ -209,6 +210,7 @@ def analyze(
             start=start,
             follow_external_symlinks=follow_external_symlinks,
             manifest_root=manifest_root,
+            assume=assume,
         )
     project = load_project(
         paths,
@@ -220,7 +222,7 @@ def analyze(
         follow_external_symlinks=follow_external_symlinks,
     )
     report, _ = _whole_program(
-        project, flags, entries, reads, jedi_budget, configured_entries, include_tests
+        project, flags, entries, reads, jedi_budget, configured_entries, include_tests, assume
     )
     return replace(report, seconds=time.perf_counter() - start)
 
@@ -233,6 +235,7 @@ def _whole_program(
     jedi_budget: float,
     configured_entries: Sequence[str],
     include_tests: bool = False,
+    assume: Sequence[str] = (),
 ) -> tuple[AnalysisReport, CallGraph]:
     """Resolve, build the graph and analyse the flags of an indexed project."""
     graph = build_callgraph(project)
@@ -245,6 +248,7 @@ def _whole_program(
         jedi_budget=jedi_budget,
         configured_entries=configured_entries,
         include_tests=include_tests,
+        assume=assume,
     )
     return report, graph
 
@@ -267,6 +271,7 @@ def _analyze_reusing(
     start: float,
     follow_external_symlinks: bool = False,
     manifest_root: str | None = None,
+    assume: Sequence[str] = (),
 ) -> AnalysisReport:
     """``analyze`` through the stored reports of ``flagtrace.results``: the exact
     key first (files read and hashed, nothing parsed), then the summary key
@@ -289,6 +294,7 @@ def _analyze_reusing(
         configured_entries=list(configured_entries),
         jedi_budget=jedi_budget,
         include_tests=include_tests,
+        assume=list(assume),
     )
 
     def reuse(
@@ -363,7 +369,7 @@ def _analyze_reusing(
     file_states = tuple(s for s in states if s is not None)
     project = _project(files, [fresh[i] for i in range(len(files))], found.diagnostics, start)
     report, graph = _whole_program(
-        project, flags, entries, reads, jedi_budget, configured_entries, include_tests
+        project, flags, entries, reads, jedi_budget, configured_entries, include_tests, assume
     )
     report = replace(report, seconds=time.perf_counter() - start)
     if graph.jedi_queries == 0:  # jedi answers within a time budget: not reproducible
@@ -382,13 +388,19 @@ def analyze_project(
     jedi_budget: float = 0.0,
     configured_entries: Sequence[str] = (),
     include_tests: bool = False,
+    assume: Sequence[str] = (),
 ) -> tuple[AnalysisReport, CallGraph]:
     """The flag stages on an already indexed and resolved project; the report,
-    and the graph with whatever jedi settled on the way.
+    and the graph (pruned, see ``flagtrace.prune``) with whatever jedi settled on
+    the way.
 
     ``jedi_budget`` seconds are shared by all verdicts that would otherwise
-    rest on unresolved calls (jedi is asked only about those calls)."""
+    rest on unresolved calls (jedi is asked only about those calls). ``assume``
+    are ``--assume`` facts (``flagtrace.assume``; a malformed one raises
+    ``FactError``)."""
+    from flagtrace.assume import Facts, parse_facts
     from flagtrace.effects import FlagLookupError, find_flags
+    from flagtrace.prune import Pruning
     from flagtrace.verdicts import (
         EntryError,
         analyse_flag,
@@ -415,15 +427,20 @@ def analyze_project(
         except EntryError as exc:
             errors.append(Diagnostic("<read>", None, str(exc).replace("entry point", "reader")))
     discovered = not entries
+    configured: list[str] = []
     if discovered:
-        configured = []
         for entry in configured_entries:  # [tool.flagtrace] entries join the discovered ones
             try:
                 configured.extend(expand_entry(program, entry))
             except EntryError as exc:
                 errors.append(Diagnostic("<config>", None, str(exc)))
+    # hops that cannot run: false guards under the facts, methods of classes never instantiated
+    pruning = Pruning(graph, Facts(parse_facts(assume)), [*chosen, *configured])
+    if discovered:
         found = discover_entries(graph, configured, include_tests)
-        chosen, left_out = found.entries, found.left_out
+        chosen = [e for e in found.entries if e in configured or not pruning.dead_entry(e)]
+        left_out = found.left_out
+    graph = pruning.graph
     deadline = time.perf_counter() + jedi_budget
     latest = [graph]  # jedi's answers carry over to the flags after
 
@@ -441,7 +458,9 @@ def analyze_project(
         except FlagLookupError as exc:
             errors.append(Diagnostic("<flag>", None, str(exc)))
             continue
-        reports.append(analyse_flag(latest[0], flag, chosen, discovered, read_functions, settle))
+        reports.append(
+            analyse_flag(latest[0], flag, chosen, discovered, read_functions, settle, pruning)
+        )
     report = AnalysisReport(
         flags=tuple(reports),
         errors=tuple(errors),
@@ -449,6 +468,7 @@ def analyze_project(
         lines=project.lines,
         seconds=project.seconds + time.perf_counter() - start,
         entries_left_out=left_out,
+        assumptions=pruning.uses(),
     )
     return report, latest[0]
 

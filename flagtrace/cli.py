@@ -83,6 +83,16 @@ def _config(paths: Sequence[Path]) -> Any:
         raise FlagtraceError(str(exc)) from None
 
 
+def _facts(texts: Sequence[str]) -> tuple[str, ...]:
+    """The ``--assume`` facts, checked: a malformed one is a one-line error (exit 2)."""
+    from flagtrace.assume import FactError, parse_facts
+
+    try:
+        return tuple(f.text for f in parse_facts(texts))
+    except FactError as exc:
+        raise FlagtraceError(str(exc)) from None
+
+
 def _cache(cache_dir: Path | None, no_cache: bool) -> Any:
     from flagtrace.cache import SummaryCache
 
@@ -228,6 +238,14 @@ def _witness_count(ctx: click.Context, param: click.Parameter, value: str) -> in
     help="Only count reads in this function (repeatable).",
 )
 @click.option(
+    "--assume",
+    "assume",
+    multiple=True,
+    metavar="FACT",
+    help="Judge under PATH=VALUE (e.g. server_args.enable_piecewise_cuda_graph=False): "
+    "hops behind guards it makes false cannot run (repeatable; adds to [tool.flagtrace] assume).",
+)
+@click.option(
     "--format", "fmt", type=click.Choice(CHECK.names()), default="rich", show_default=True
 )
 @click.option(
@@ -268,6 +286,7 @@ def check_cmd(
     entries: tuple[str, ...],
     reads: tuple[str, ...],
     include_tests: bool,
+    assume: tuple[str, ...],
     fmt: str,
     witnesses: int | None,
     ignore: tuple[str, ...],
@@ -292,6 +311,7 @@ def check_cmd(
             "no flag to analyse: pass --flag NAME (or set flags in [tool.flagtrace])"
         )
     ignored = _ignored_codes(config.ignore, ignore, config.source)
+    facts = _facts((*config.assume, *assume))
     accepted = None
     if write_baseline is None:  # writing one records every finding, whatever the old one held
         accepted = _load_baseline(baseline if baseline is not None else config.baseline)
@@ -311,6 +331,7 @@ def check_cmd(
         on_result=status.on_result,
         on_reused=status.on_reused,
         follow_external_symlinks=follow_external_symlinks,
+        assume=facts,
     )
     status.close()
     report = filter_report(report, ignore=ignored, baseline=accepted)

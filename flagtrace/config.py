@@ -14,6 +14,7 @@ error naming the file (exit code 2), never a traceback.
     ignore = ["FT104"]              # codes dropped everywhere
     baseline = "flagtrace-baseline.json"  # relative to this pyproject.toml
     include-tests = false  # judge discovered test functions and modules too
+    assume = ["server_args.enable_piecewise_cuda_graph=False"]  # facts, as --assume
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Config:
     ignore: tuple[str, ...] = ()
     baseline: str | None = None  # resolved against the pyproject.toml's directory
     include_tests: bool = False
+    assume: tuple[str, ...] = ()
     source: str | None = None  # the file it came from
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -60,6 +62,7 @@ _SCHEMA: dict[str, tuple[str, type[Any], type[Any] | None]] = {
     "ignore": ("ignore", list, str),
     "baseline": ("baseline", str, None),
     "include-tests": ("include_tests", bool, None),
+    "assume": ("assume", list, str),
 }
 
 
@@ -114,6 +117,14 @@ def load_config(path: Path | None) -> Config:
             raise ConfigError(f"{path}: [tool.flagtrace] jedi-budget must not be negative")
         if key == "baseline":
             value = str(path.parent / value)
+        if key == "assume":
+            from flagtrace.assume import FactError, parse_fact
+
+            for text in value:
+                try:
+                    parse_fact(text)
+                except FactError as exc:
+                    raise ConfigError(f"{path}: [tool.flagtrace] {exc}") from None
         values[attr] = value
     return Config(source=str(path), **values)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from flagtrace.effects import FlagEffects, ValueKind, classify_const, sets_flag
 from flagtrace.flagstate import (
@@ -26,6 +27,7 @@ from flagtrace.flagstate import (
     join,
     yield_protected,
 )
+from flagtrace.guards_eval import Truth
 from flagtrace.model import (
     AttrExpr,
     Branch,
@@ -36,6 +38,7 @@ from flagtrace.model import (
     DecoratorKind,
     Expr,
     Flow,
+    Guard,
     Location,
     NameExpr,
     RaiseStep,
@@ -52,11 +55,29 @@ from flagtrace.model import (
 )
 
 
-class Interpreter:
-    """Abstract interpretation of flows for one flag."""
+class GuardOracle(Protocol):
+    """What the interpreter asks about guards under assumptions (``prune.Pruning``)."""
 
-    def __init__(self, effects: FlagEffects) -> None:
+    def truth(self, scope: Scope, guard: Guard) -> Truth: ...
+
+    def site_cut(self, scope: str, site: int) -> bool: ...
+
+    def may_exist(self, cls: str) -> bool:
+        """Can an instance of the analysed class ``cls`` exist (instantiation)?"""
+
+
+class Interpreter:
+    """Abstract interpretation of flows for one flag.
+
+    With a ``guards`` oracle (``prune.Pruning``), a branch whose test is false under
+    the assumptions does not run (nor the reads, writes and ``with`` blocks in it), a
+    true test's ``else`` does not, a read behind a false guard is no read, and a
+    ``with`` item that can only be an instance of a class never instantiated enters
+    nothing."""
+
+    def __init__(self, effects: FlagEffects, guards: GuardOracle | None = None) -> None:
         self.fx = effects
+        self.guards = guards
         self.graph = effects.graph
         self.p = effects.p
         self.transfer: dict[tuple[str, bool], tuple[bool, bool]] = {}  # on normal return
@@ -355,6 +376,11 @@ class Interpreter:
                 return ctx.entry
             return self.apply_call(scope, site, state)
         if t is ReadStep:
+            if self.guards is not None and any(
+                self.guards.truth(scope, g) is Truth.FALSE
+                for g in step.guards  # type: ignore[union-attr]
+            ):
+                return state
             if self.fx.is_flag_read(scope, step):  # type: ignore[arg-type]
                 ctx.run.reads.append((step.location, None, state, step.guards))  # type: ignore[union-attr]
             return state
@@ -428,6 +454,15 @@ class Interpreter:
             return ends
         if t is Branch:
             assert isinstance(step, Branch)
+            truth = (
+                self.guards.truth(scope, step.guard)
+                if self.guards is not None and step.guard is not None
+                else Truth.UNKNOWN
+            )
+            if truth is Truth.FALSE:  # the body cannot run: only the ``else``
+                return self._block(step.orelse, state, ctx) if step.orelse else state
+            if truth is Truth.TRUE and not step.loop:
+                return self._block(step.body, state, ctx)
             if step.loop:
                 once = self._block(step.body, state, ctx)
                 again = self._block(step.body, state.join(once), ctx) if once is not None else None
@@ -447,6 +482,12 @@ class Interpreter:
             tuple[str, State, str]
         ] = []  # (kind, state before, qualname) to undo after the body
         for item in step.items:
+            if (
+                self.guards is not None
+                and isinstance(item.expr, CallExpr)
+                and self.guards.site_cut(scope.qualname, item.expr.site)
+            ):
+                continue  # ``with (cm() if c else nullcontext())`` with ``c`` false
             for kind, qn in self._context_managers(scope, item.expr):
                 before = inside
                 if kind == "cm":
@@ -605,6 +646,8 @@ class Interpreter:
             if qn in self.writers and self.is_cm(qn):
                 out.append(("cm", qn))
         for cls in values.instance_classes(scope.qualname, expr):
+            if self.guards is not None and not self.guards.may_exist(cls):
+                continue
             for enter in values.methods(cls, "__enter__", "__aenter__"):
                 if enter in self.writers:
                     out.append(("class", enter))

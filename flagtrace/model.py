@@ -765,6 +765,39 @@ class WitnessStep:
     guards: tuple[Guard, ...] = ()
 
 
+class CutKind(Word):
+    """Why a hop cannot run (``flagtrace.prune``)."""
+
+    GUARD = "guard"  # a guard of the hop is false under the assumptions
+    NOT_INSTANTIATED = "not-instantiated"  # a method of a class never instantiated
+
+
+@record
+class PrunedHop:
+    """A step of a witness that cannot run: behind a guard that the assumptions
+    make false (``guard`` as shown, at ``guard_location``, decided by ``facts``), or a
+    call of a method of ``cls``, a class never instantiated (when that is because
+    its constructions sit behind a false guard, that guard and its facts)."""
+
+    kind: CutKind
+    function: str
+    callee: str | None
+    location: Location
+    reason: str
+    guard: str | None = None
+    guard_location: Location | None = None
+    facts: tuple[str, ...] = ()
+    cls: str | None = None
+
+
+@record
+class AssumptionUse:
+    """An ``--assume`` fact and the guards it decided (FILE:LINE); none: it matched nothing."""
+
+    fact: str
+    guards: tuple[Location, ...] = ()
+
+
 @record
 class EntryVerdict:
     """Can ``entry`` observe the flag set: yes with a ``witness``, or no with a ``reason``."""
@@ -776,6 +809,9 @@ class EntryVerdict:
     witness: tuple[WitnessStep, ...] = ()
     unresolved_count: int = 0
     unresolved_sites: tuple[Location, ...] = ()  # the first few of them
+    #: a *never* verdict under assumptions or instantiation: the hop of the witness
+    #: found without pruning that cannot run
+    pruned: PrunedHop | None = None
 
 
 @record
@@ -848,6 +884,8 @@ class AnalysisReport:
     baseline: BaselineOutcome | None = None
     #: discovered entry points not judged because they are tests (``--include-tests``)
     entries_left_out: int = 0
+    #: the ``--assume`` facts, each with the guards it decided
+    assumptions: tuple[AssumptionUse, ...] = ()
 
 
 @record

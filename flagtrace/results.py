@@ -58,8 +58,8 @@ from flagtrace.model import AnalysisReport, Diagnostic, SourceFile
 
 #: The layout and encoding of stored reports (2: ``cache.encode_entry``, read
 #: without running code; 1 was plain pickles, left behind in ``results/v1``;
-#: 3: ``AnalysisReport.entries_left_out``).
-FORMAT = 3
+#: 3: ``AnalysisReport.entries_left_out``; 4: ``assumptions`` and ``EntryVerdict.pruned``).
+FORMAT = 4
 MAGIC = "flagtrace-result"
 KIND = "report"
 #: Stored reports kept per cache directory; the oldest go first.

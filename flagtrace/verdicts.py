@@ -7,15 +7,15 @@ that reporters print.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Container, Sequence
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 from flagtrace.callgraph import CallGraph
 from flagtrace.checks import find_hazards, nesting_guarded
 from flagtrace.effects import Flag, FlagEffects, ValueKind
 from flagtrace.flagstate import UNSET, join
-from flagtrace.interpret import Interpreter
+from flagtrace.interpret import GuardOracle, Interpreter
 from flagtrace.model import (
     EntryVerdict,
     Evidence,
@@ -32,6 +32,7 @@ from flagtrace.model import (
     UnresolvedCall,
     WitnessStep,
 )
+from flagtrace.prune import Pruning
 from flagtrace.reach import Reach, Witness, sticky_sites
 from flagtrace.resolve import Program
 
@@ -155,8 +156,13 @@ def analyse_flag(
     discovered: bool,
     reads: Sequence[str] = (),
     settle: Callable[[CallGraph, list[UnresolvedCall]], CallGraph | None] | None = None,
+    pruning: Pruning | None = None,
 ) -> FlagReport:
-    fx, interp, reach = _engine(graph, flag, reads)
+    """``graph`` is the graph to judge on: with ``pruning``, its pruned graph (whose
+    guard evaluator the interpreter then uses too), and a *never* verdict for a
+    named entry says which hop of the unpruned witness cannot run."""
+    oracle = pruning if pruning is not None and pruning.active else None
+    fx, interp, reach = _engine(graph, flag, reads, oracle)
     hazards = find_hazards(fx, interp)
     guarded = nesting_guarded(fx, interp)
     by_setter: dict[str, list[HazardKind]] = {}
@@ -173,9 +179,11 @@ def analyse_flag(
         )
         for s in sorted(fx.setters.values(), key=lambda s: s.function)
     )
-    readers = _readers(fx)
-    preset = _preset(interp, graph)
+    readers = _readers(fx, pruning.full if pruning is not None else None)
+    live = pruning.live if pruning is not None else None
+    preset = _preset(interp, graph, live)
     verdicts = []
+    unpruned: list[_Unpruned] = []  # the engine on the full graph, built on demand
     for entry in entries:
         verdict = _verdict(fx, interp, reach, graph, entry, preset, explain_never=not discovered)
         if discovered and not verdict.observes_set:
@@ -186,11 +194,13 @@ def analyse_flag(
             settled = settle(graph, [u for u in graph.unresolved if u.caller in reachable])
             if settled is not None:
                 graph = settled
-                fx, interp, reach = _engine(graph, flag, reads)
-                preset = _preset(interp, graph)
+                fx, interp, reach = _engine(graph, flag, reads, oracle)
+                preset = _preset(interp, graph, live)
                 verdict = _verdict(fx, interp, reach, graph, entry, preset)
         if discovered and not verdict.observes_set:
             continue
+        if pruning is not None and pruning.active and not verdict.observes_set:
+            verdict = _explain_pruned(pruning, flag, reads, entry, verdict, unpruned)
         verdicts.append(verdict)
     return FlagReport(
         qualname=flag.qualname,
@@ -204,11 +214,45 @@ def analyse_flag(
 
 
 def _engine(
-    graph: CallGraph, flag: Flag, reads: Sequence[str]
+    graph: CallGraph, flag: Flag, reads: Sequence[str], guards: GuardOracle | None = None
 ) -> tuple[FlagEffects, Interpreter, Reach]:
     fx = FlagEffects(graph, flag)
-    interp = Interpreter(fx)
+    interp = Interpreter(fx, guards)
     return fx, interp, Reach(interp, frozenset(reads))
+
+
+@dataclass(frozen=True, slots=True)
+class _Unpruned:
+    """The flag engine on the unpruned graph, for explaining *never* verdicts."""
+
+    fx: FlagEffects
+    interp: Interpreter
+    reach: Reach
+    preset: tuple[list[WitnessStep], bool]
+
+
+def _explain_pruned(
+    pruning: Pruning,
+    flag: Flag,
+    reads: Sequence[str],
+    entry: str,
+    verdict: EntryVerdict,
+    memo: list[_Unpruned],
+) -> EntryVerdict:
+    """A *never* verdict on the pruned graph: if the entry observes the flag set
+    without pruning, the first hop of that witness that cannot run, in the reason."""
+    if not memo:
+        fx, interp, reach = _engine(pruning.full, flag, reads)
+        memo.append(_Unpruned(fx, interp, reach, _preset(interp, pruning.full)))
+    u = memo[0]
+    full = _verdict(u.fx, u.interp, u.reach, pruning.full, entry, u.preset, explain_never=False)
+    if not full.observes_set:
+        return verdict
+    hop = pruning.explain(full.witness)
+    if hop is None:
+        reason = f"{verdict.reason}; without pruning it would, but no path is left"
+        return replace(verdict, reason=reason)
+    return replace(verdict, reason=f"{verdict.reason}; pruned: {hop.reason}", pruned=hop)
 
 
 def _shown_value(kind: ValueKind) -> str:
@@ -226,13 +270,15 @@ def _setter_key(fx: FlagEffects, function: str) -> str:
     return function
 
 
-def _readers(fx: FlagEffects) -> tuple[ReaderFinding, ...]:
+def _readers(fx: FlagEffects, graph: CallGraph | None = None) -> tuple[ReaderFinding, ...]:
+    """Every read of the flag in the code, including code that cannot run under the
+    pruning (the readers are an inventory; ``graph``: the unpruned graph)."""
     out: list[ReaderFinding] = []
     p = fx.p
     for qn, steps in fx.direct_reads.items():
         for step in steps:
             out.append(ReaderFinding(qn, step.location, None))
-    for (qn, site), callees in fx.graph.call_sites():
+    for (qn, site), callees in (graph or fx.graph).call_sites():
         scope = p.scopes[qn]
         for c in callees:
             if c.qualname in fx.accessors:
@@ -249,9 +295,13 @@ def _owner(fx: FlagEffects, qn: str) -> str:
     return owner_of(fx.p, qn)
 
 
-def _preset(interp: Interpreter, graph: CallGraph) -> tuple[list[WitnessStep], bool]:
+def _preset(
+    interp: Interpreter, graph: CallGraph, live: Container[str] | None = None
+) -> tuple[list[WitnessStep], bool]:
     """If a sticky setter runs anywhere, entries may start with the flag set:
-    the steps showing where (a root, a path to the setter call)."""
+    the steps showing where (a root, a path to the setter call). ``live``: the
+    functions that can run at all (``prune.Pruning.live``); a function with no
+    caller left in a pruned graph is no root unless it is live."""
     sites = sticky_sites(interp)
     if not sites:
         # a sticky function nobody calls is an entry point itself: running it first
@@ -269,7 +319,7 @@ def _preset(interp: Interpreter, graph: CallGraph) -> tuple[list[WitnessStep], b
                 interp.transfer.get((qn, False), (True, False))[1]
                 or interp.raise_transfer.get((qn, False), (False, False))[1]
             )
-            if leaves_set and not graph.callers(qn):
+            if leaves_set and not graph.callers(qn) and (live is None or qn in live):
                 # an entry nobody calls that returns, or raises, with the flag set
                 run = interp.run(scope, UNSET)
                 ends = join(run.exit, run.raised)
@@ -293,7 +343,11 @@ def _preset(interp: Interpreter, graph: CallGraph) -> tuple[list[WitnessStep], b
     call = p.scopes[caller].calls[site]
     steps: list[WitnessStep] = []
     # a path from some root to the caller, for context
-    roots = [n for n in graph.nodes() if graph.is_analysed(n) and not graph.callers(n)]
+    roots = [
+        n
+        for n in graph.nodes()
+        if graph.is_analysed(n) and not graph.callers(n) and (live is None or n in live)
+    ]
     path: list[str] | None = None
     for root in roots:
         path = graph.shortest_path(root, caller)

@@ -37,7 +37,13 @@ from tests.regen_goldens import CASES, Case  # noqa: E402
 
 #: Cases whose layout is pinned: the SGLang story (named entries, a 12-step witness, both
 #: hazards), discovery (witnesses chosen), ties (several read/setter groups) and a sticky setter.
-LAYOUT_CASES = ("sglang_story", "entry_discovery", "witness_ties", "sticky_setter")
+LAYOUT_CASES = (
+    "sglang_story",
+    "entry_discovery",
+    "witness_ties",
+    "sticky_setter",
+    "assume_prunes_guard",
+)
 #: file name -> (format, columns)
 LAYOUTS = {
     "rich-80.txt": ("rich", 80),

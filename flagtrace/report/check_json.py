@@ -20,6 +20,7 @@ from flagtrace.model import (
     GuardPath,
     Hazard,
     Location,
+    PrunedHop,
     SetterFinding,
     WitnessStep,
 )
@@ -88,6 +89,25 @@ def entry_dict(e: EntryVerdict) -> dict[str, Any]:
         "witness": [_step(s) for s in e.witness],
         "unresolved_calls": e.unresolved_count,
         "unresolved_sites": [_where(loc) for loc in e.unresolved_sites],
+        "pruned": _pruned(e.pruned),
+    }
+
+
+def _pruned(h: PrunedHop | None) -> dict[str, Any] | None:
+    """The hop a *never* verdict's would-be witness cannot take, and why."""
+    if h is None:
+        return None
+    return {
+        "kind": h.kind.value,
+        "function": h.function,
+        "callee": h.callee,
+        **_where(h.location),
+        "reason": h.reason,
+        "guard": h.guard,
+        "guard_file": h.guard_location.path if h.guard_location is not None else None,
+        "guard_line": h.guard_location.line if h.guard_location is not None else None,
+        "facts": list(h.facts),
+        "class": h.cls,
     }
 
 
@@ -134,6 +154,11 @@ def to_dict(report: AnalysisReport) -> dict[str, Any]:
         "version": VERSION,
         "flags": [_flag(f) for f in report.flags],
         "errors": [{"file": d.path, "line": d.line, "message": d.message} for d in report.errors],
+        # the --assume facts, each with the guards it decided (none: it matched nothing)
+        "assumptions": [
+            {"fact": a.fact, "used": bool(a.guards), "guards": [_where(g) for g in a.guards]}
+            for a in report.assumptions
+        ],
         # findings left out: by `# flagtrace: ignore` comments and ignored codes, by a baseline
         "suppressed": report.suppressed,
         "baseline": None

@@ -443,6 +443,8 @@ def render(report: AnalysisReport, options: RenderOptions) -> Iterator[str]:
     flag by flag (rich writes into a buffer; the CLI writes the text where it goes)."""
     report = safe(report)  # no control character of the analysed code reaches the terminal
     console, buffer = buffer_console(options)
+    for line in assumption_lines(report):
+        console.print(Text(line, style="cyan"))
     if len(report.flags) > 1:
         for f in report.flags:
             console.print(Text.assemble((f.qualname.rpartition(".")[2] + ": ", "bold"), answer(f)))
@@ -472,6 +474,25 @@ def render(report: AnalysisReport, options: RenderOptions) -> Iterator[str]:
         )
     )
     yield _take(buffer)
+
+
+#: guard locations shown per fact; the JSON report has them all
+SHOWN_GUARDS = 3
+
+
+def assumption_lines(report: AnalysisReport) -> list[str]:
+    """One line per ``--assume`` fact: the guards it decided, or that it matched none."""
+    out = []
+    for a in report.assumptions:
+        if not a.guards:
+            out.append(f"assuming {a.fact}: unused, it decides no guard")
+            continue
+        shown = ", ".join(g.short for g in a.guards[:SHOWN_GUARDS])
+        more = len(a.guards) - SHOWN_GUARDS
+        rest = f" and {more} more" if more > 0 else ""
+        n = len(a.guards)
+        out.append(f"assuming {a.fact}: decides {n} guard{'s' if n != 1 else ''} ({shown}{rest})")
+    return out
 
 
 def _left_out(report: AnalysisReport) -> list[str]:

@@ -15,7 +15,17 @@ from dataclasses import dataclass, field, replace
 from flagtrace.model import Callee, DecoratorKind, Expr
 from flagtrace.resolve.program import Program
 from flagtrace.resolve.rounds import Resolver, SiteKey
-from flagtrace.resolve.values import FUNCTION, GENERATOR, INSTANCE, MODULE, Values, ordered
+from flagtrace.resolve.values import (
+    BUILTIN,
+    CLASS,
+    EXTERNAL,
+    FUNCTION,
+    GENERATOR,
+    INSTANCE,
+    MODULE,
+    Values,
+    ordered,
+)
 
 
 class ValueQuery:
@@ -51,6 +61,29 @@ class ValueQuery:
     def decorator_kinds(self, qn: str) -> frozenset[DecoratorKind]:
         """What ``qn``'s decorators make of it (a context manager, a static method...)."""
         return self._r.decorator_kinds(qn)
+
+    def classes(self, qn: str, expr: Expr) -> list[str]:
+        """Analysed classes (the class objects, not instances) ``expr`` may be in ``qn``."""
+        return [name for kind, name, _ in ordered(self._r.eval(qn, expr)) if kind is CLASS]
+
+    def constructed(self, qn: str, index: int) -> list[str]:
+        """Analysed classes call site ``index`` of ``qn`` may instantiate: what its
+        callee expression evaluates to, as resolution saw it (memoised there)."""
+        site = self._r.p.scopes[qn].calls[index]
+        targets, _ = self._r.callee_values(qn, index, site)
+        return sorted({v[1] for v, _, _ in targets if v[0] is CLASS})
+
+    def names_library(self, qn: str, expr: Expr) -> bool:
+        """Can ``expr`` be something outside the analysed code (a library or builtin name)?"""
+        return any(kind in (EXTERNAL, BUILTIN) for kind, _, _ in self._r.eval(qn, expr))
+
+    def mro(self, cls: str) -> tuple[str, ...]:
+        """``cls`` and its analysed bases, in method resolution order."""
+        return self._r.mro(cls)
+
+    def external_bases(self, cls: str) -> tuple[str, ...]:
+        """The bases of ``cls`` (through its analysed bases) outside the analysed code."""
+        return self._r.external_bases_of(cls)
 
     def methods(self, cls: str, *names: str) -> list[str]:
         """The functions bound to any of ``names`` on class ``cls`` (through its MRO)."""

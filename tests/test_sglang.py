@@ -212,3 +212,57 @@ def test_the_discovery_report_reads_in_about_150_lines_at_80_columns(sglang: Ind
     assert text.count("OBSERVES SET") == 3  # complete witnesses, each down to its read
     assert text.count(" read  reads the flag") == 3
     assert "FT101 exception-leak" in text and "FT102 non-reentrant" in text
+
+
+# ------------------------------------------------------------------ --assume (issue 14)
+
+NO_PCG = "server_args.enable_piecewise_cuda_graph=False"
+MODEL_RUNNER = "sglang.srt.model_executor.model_runner.ModelRunner"
+PCG_RUNNER = "sglang.srt.model_executor.piecewise_cuda_graph_runner.PiecewiseCudaGraphRunner"
+
+
+def test_verify_never_observes_the_flag_with_piecewise_cuda_graphs_off(sglang: Indexed) -> None:
+    """The seed question: can verify see the flag set *when piecewise CUDA graphs are off*?
+    No: the only construction of PiecewiseCudaGraphRunner (the only code that enters the
+    setter) is below the early exit of ModelRunner.init_piecewise_cuda_graphs that the
+    assumption takes. Without the assumption the verdict and its witness are today's."""
+    project, graph = sglang
+    plain, _ = analyze_project(project, graph, ["_in_piecewise_cuda_graph"], [VERIFY])
+    (seen,) = plain.flags[0].entries
+    assert seen.observes_set and seen.pruned is None
+    assert [
+        (s.step.value, s.function.rpartition(".")[2], s.location.line) for s in seen.witness
+    ] == [
+        ("call", "verify", 716),
+        ("call", "forward_batch_generation", 456),
+        ("call", "forward", 2401),
+        ("call", "_forward_raw", 2500),
+        ("call", "forward_extend", 2330),
+        ("enter", "replay", 694),
+        ("call", "replay", 696),
+        ("read", "init_forward_metadata", 327),
+    ]
+    assumed, _ = analyze_project(
+        project, graph, ["_in_piecewise_cuda_graph"], [VERIFY], assume=[NO_PCG]
+    )
+    (never,) = assumed.flags[0].entries
+    assert not never.observes_set
+    hop = never.pruned
+    assert hop is not None and hop.kind.value == "not-instantiated"
+    assert (hop.function, hop.callee) == (f"{MODEL_RUNNER}.forward_extend", f"{PCG_RUNNER}.replay")
+    assert hop.cls == PCG_RUNNER and hop.facts == (NO_PCG,)
+    assert hop.guard_location is not None
+    assert hop.guard_location.path.endswith("model_executor/model_runner.py")
+    assert hop.guard_location.line == 2170  # `not self.server_args.enable_piecewise_cuda_graph`
+    assert "init_piecewise_cuda_graphs" in hop.reason
+    (use,) = assumed.assumptions
+    assert use.fact == NO_PCG
+    assert any(g.line == 2170 and g.path.endswith("model_runner.py") for g in use.guards)
+
+
+def test_no_discovered_entry_observes_the_flag_with_piecewise_cuda_graphs_off(
+    sglang: Indexed,
+) -> None:
+    project, graph = sglang
+    report, _ = analyze_project(project, graph, ["_in_piecewise_cuda_graph"], [], assume=[NO_PCG])
+    assert report.flags[0].entries == ()

@@ -630,6 +630,7 @@ def review_cmd(
         jedi_budget=jedi_budget if jedi_budget is not None else config.jedi_budget,
         ignore=_ignored_codes(config.ignore, ignore, config.source),
         follow_external_symlinks=follow_external_symlinks,
+        assume=_facts(config.assume),
     )
     status = _run_status(quiet)
     try:

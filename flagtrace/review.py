@@ -64,6 +64,7 @@ class ReviewOptions:
     jedi_budget: float = 0.0
     ignore: frozenset[str] = frozenset()
     follow_external_symlinks: bool = False
+    assume: tuple[str, ...] = ()  # ``--assume`` facts (from [tool.flagtrace] assume)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +221,7 @@ def _analyse(
             cache=cache,
             follow_external_symlinks=options.follow_external_symlinks,
             manifest_root=manifest_root,
+            assume=options.assume,
         )
     return Side(root, filter_report(report, ignore=options.ignore, lines=lines), lines)
 

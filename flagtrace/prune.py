@@ -71,6 +71,7 @@ from flagtrace.model import (
     WitnessStep,
 )
 from flagtrace.resolve import ResolvedProgram
+from flagtrace.resolve.values import is_dunder
 
 SiteKey = tuple[str, int]
 
@@ -88,6 +89,10 @@ INSPECTING_BUILTINS = frozenset(
 NEVER_CUT = frozenset(
     {"__init__", "__new__", "__init_subclass__", "__set_name__", "__class_getitem__"}
 )
+
+
+#: class-level hooks: they run when a class is made or subscripted, no instance needed
+CLASS_HOOKS = frozenset({"__init_subclass__", "__class_getitem__"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,12 +257,27 @@ class Pruning:
             owner = p.method_class(entry)
             if owner is not None:
                 instantiate(owner)
+
+        def make_root(qn: str) -> None:
+            """``qn`` may run without a call we see: a method once an instance exists."""
+            cls = self._instance_class(qn)
+            if cls is not None and not self._may_exist(cls, None):
+                blocked.setdefault(cls, []).append(qn)
+            else:
+                make_live(qn, Resolution.DIRECT)
+
         graph = self.full
         for qn, scope in p.scopes.items():
             if scope.kind is ScopeKind.MODULE or qn in named:
                 make_live(qn, Resolution.DIRECT)
-            elif scope.kind in (ScopeKind.FUNCTION, ScopeKind.LAMBDA) and not graph.callers(qn):
-                make_live(qn)
+            elif scope.kind is ScopeKind.LAMBDA and not graph.callers(qn):
+                make_live(qn, Resolution.DIRECT)
+            elif scope.kind is ScopeKind.FUNCTION and (
+                not graph.callers(qn) or is_dunder(scope.name)
+            ):
+                # dunders too: Python calls them where no call is written (``len(x)``,
+                # ``x == y``, an instance made by a registry runs its ``__init__``)
+                make_root(qn)
         while todo:
             qn = todo.popleft()
             for scope in self._running_with(p.scopes[qn]):
@@ -319,7 +339,14 @@ class Pruning:
 
     def _find_cuttable_class(self, qn: str) -> str | None:
         scope = self.p.scopes.get(qn)
-        if scope is None or scope.kind is not ScopeKind.FUNCTION or scope.name in NEVER_CUT:
+        if scope is None or scope.name in NEVER_CUT:
+            return None
+        return self._instance_class(qn)
+
+    def _instance_class(self, qn: str) -> str | None:
+        """The class of ``qn`` when it is a method that runs on an instance."""
+        scope = self.p.scopes.get(qn)
+        if scope is None or scope.kind is not ScopeKind.FUNCTION or scope.name in CLASS_HOOKS:
             return None
         cls = self.p.method_class(qn)
         if cls is None:
@@ -414,9 +441,12 @@ class Pruning:
         site_callees = dict(resolved.site_callees)
         empty = set(resolved.resolved_empty)
         removed: list[tuple[str, str, Location]] = []  # (owner, callee, call location)
+        owners: dict[str, str] = {}
         for key, callees in resolved.sites():
             scope_qn, index = key
-            owner = owner_of(p, scope_qn)
+            owner = owners.get(scope_qn)
+            if owner is None:
+                owner = owners[scope_qn] = owner_of(p, scope_qn)
             if key in self.guard_cuts or owner not in self.live:
                 cut = tuple(c.qualname for c in callees)
             else:

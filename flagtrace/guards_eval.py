@@ -305,17 +305,21 @@ def single_assignments(scope: Scope) -> dict[str, str]:
 
 class AssumedEnv:
     """The ``--assume`` facts, seen from one scope (whose single-assignment
-    locals expand)."""
+    locals expand); ``derived`` is asked what the facts do not decide (facts
+    flagtrace derives for this scope itself, such as constructor constants)."""
 
-    def __init__(self, facts: Facts, locals_: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, facts: Facts, locals_: dict[str, str] | None = None, derived: Env | None = None
+    ) -> None:
         self.facts = facts
         self.texts = locals_ or {}
+        self.derived = derived
         self._parsed: dict[str, GuardExpr | None] = {}
 
     def value(self, expr: GuardPath | GuardCall) -> tuple[object, tuple[Fact, ...]] | None:
         fact = self.facts.lookup(expr)
         if fact is None:
-            return None
+            return self.derived.value(expr) if self.derived is not None else None
         return fact.value, (fact,)
 
     def local(self, name: str) -> GuardExpr | None:
@@ -336,15 +340,20 @@ class GuardEvaluator:
     (nor a local whose value does) are unknown without being evaluated: on SGLang
     almost all of them."""
 
-    def __init__(self, facts: Facts) -> None:
+    def __init__(self, facts: Facts, derived: Callable[[Scope], Env | None] | None = None) -> None:
+        """``derived``: for a scope, an ``Env`` of facts flagtrace derives itself
+        there, asked after the ``--assume`` facts (None: none)."""
         self.facts = facts
+        self.derived = derived
         self._envs: dict[str, AssumedEnv] = {}
         self._memo: dict[tuple[str, Guard], Decision] = {}
 
     def _env(self, scope: Scope) -> AssumedEnv:
         env = self._envs.get(scope.qualname)
         if env is None:
-            env = self._envs[scope.qualname] = AssumedEnv(self.facts, single_assignments(scope))
+            extra = self.derived(scope) if self.derived is not None else None
+            env = AssumedEnv(self.facts, single_assignments(scope), extra)
+            self._envs[scope.qualname] = env
         return env
 
     def local_text(self, scope: Scope, name: str) -> str | None:
@@ -352,7 +361,7 @@ class GuardEvaluator:
         return self._env(scope).texts.get(name)
 
     def _may_decide(self, scope: Scope, text: str) -> bool:
-        if any(name in text for name in self.facts.names):
+        if self.derived is not None or any(name in text for name in self.facts.names):
             return True
         env = self._env(scope)
         return any(
@@ -361,7 +370,9 @@ class GuardEvaluator:
         )
 
     def guard(self, scope: Scope, guard: Guard) -> Decision:
-        if not self.facts or guard.expr is None or guard.kind in (GuardKind.EXCEPT, GuardKind.CASE):
+        if not self.facts and self.derived is None:
+            return UNKNOWN
+        if guard.expr is None or guard.kind in (GuardKind.EXCEPT, GuardKind.CASE):
             return UNKNOWN
         key = (scope.qualname, guard)
         memo = self._memo.get(key)

@@ -139,6 +139,16 @@ def test_another_source_of_facts_plugs_into_the_evaluator() -> None:
 
     d = evaluate(parse_guard("not self.is_draft_worker"), Constants())
     assert d.truth is Truth.FALSE and d.facts[0].text == "ModelRunner(is_draft_worker=True)"
+    # per scope, after the --assume facts, through the evaluator the pruning uses
+    from flagtrace.guards_eval import GuardEvaluator
+    from flagtrace.model import Guard, GuardKind, Location, Scope, ScopeKind
+
+    scope = Scope("pkg.M.f", ScopeKind.FUNCTION, "f", Location("pkg/m.py", 1), "pkg.M")
+    evaluator = GuardEvaluator(Facts(parse_facts(["other=1"])), lambda s: Constants())
+    guard = Guard(
+        "self.is_draft_worker", 3, True, GuardKind.EXIT, parse_guard("self.is_draft_worker")
+    )
+    assert evaluator.guard(scope, guard).truth is Truth.FALSE  # negated: below the early exit
 
 
 # ----------------------------------------------------------------------------- pruning

@@ -572,6 +572,13 @@ def scan_exit_code(report: ScanReport) -> ExitCode:
     help="Discover entry points in tests too (test modules, test_* functions, Test* classes).",
 )
 @click.option(
+    "--assume",
+    "assume",
+    multiple=True,
+    metavar="FACT",
+    help="Judge both sides under PATH=VALUE (repeatable; adds to [tool.flagtrace] assume).",
+)
+@click.option(
     "--ignore",
     "ignore",
     multiple=True,
@@ -599,6 +606,7 @@ def review_cmd(
     entries: tuple[str, ...],
     reads: tuple[str, ...],
     include_tests: bool,
+    assume: tuple[str, ...],
     ignore: tuple[str, ...],
     fmt: str,
     link_base: str | None,
@@ -630,7 +638,7 @@ def review_cmd(
         jedi_budget=jedi_budget if jedi_budget is not None else config.jedi_budget,
         ignore=_ignored_codes(config.ignore, ignore, config.source),
         follow_external_symlinks=follow_external_symlinks,
-        assume=_facts(config.assume),
+        assume=_facts((*config.assume, *assume)),
     )
     status = _run_status(quiet)
     try:

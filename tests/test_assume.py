@@ -281,3 +281,14 @@ def test_a_malformed_fact_in_pyproject_is_a_config_error(tmp_path: Path) -> None
     with pytest.raises(ConfigError) as exc:
         load_config(path)
     assert str(path) in str(exc.value) and "'cfg.graph'" in str(exc.value)
+
+
+def test_review_checks_its_facts_as_check_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from flagtrace.cli import main
+
+    root = _package(tmp_path, {})
+    assert main(["review", str(root), "--base", "HEAD", "--assume", "cfg.x", "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("flagtrace: error: --assume 'cfg.x': expected PATH=VALUE")

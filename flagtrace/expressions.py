@@ -251,6 +251,8 @@ class ExpressionWalker:
         if isinstance(target, cst.Name):
             name = target.value
             self.bind(name)
+            if store:
+                self.scope.reach.define(name, len(self.scope.assignments), augmented)
             self.scope.assignments.append(
                 Assignment(
                     Target(name=name), value, location, text, annotation, augmented, iterates
@@ -383,10 +385,15 @@ class ExpressionWalker:
         """``a if c else b``: ``a`` runs under ``c``, ``b`` under ``not c``."""
         self.expr(node.test)
         g = self.guard(node.test, GuardKind.IFEXP)
+        reach = self.scope.reach
+        before = reach.fork()
         with self.within(self.frame.guarded(g)):
             a = self.expr(node.body)
+        after_a = reach.fork()
+        reach.start(before)
         with self.within(self.frame.guarded(replace(g, negated=True))):
             b = self.expr(node.orelse)
+        reach.join(after_a, reach.state)
         return OpaqueExpr(self.src.text(node, 80), (a, b))
 
     def boolean(self, node: cst.BooleanOperation) -> Expr:
@@ -396,9 +403,13 @@ class ExpressionWalker:
         frame = self.frame
         values: list[Expr] = []
         operands = _operands(node)
+        reach = self.scope.reach
         for i, operand in enumerate(operands):
+            before = reach.fork()
             with self.within(frame):
                 values.append(self.expr(operand))
+            if i:  # this operand may not run (a walrus in it may not bind)
+                reach.join(before, reach.state)
             if i + 1 < len(operands):
                 frame = frame.guarded(self.guard(operand, GuardKind.BOOL, negated))
         return OpaqueExpr(self.src.text(node, 80), tuple(values))
@@ -428,7 +439,7 @@ class ExpressionWalker:
         if name in _CONSTANTS:
             return ConstExpr(name)
         self.emit(ReadStep(name, self.loc(node), None, self.frame.guards))
-        return NameExpr(name)
+        return NameExpr(name, self.scope.reach.read(name))
 
     def attribute(self, node: cst.Attribute, load_attr: bool) -> Expr:
         if isinstance(node.value, cst.Name) and load_attr:
@@ -481,30 +492,60 @@ class ExpressionWalker:
 
     def comprehension(self, node: _Comprehension) -> Expr:
         """A comprehension, walked in the enclosing scope (its own scope is not
-        modelled): its targets bind there, its calls are made there."""
+        modelled): its targets bind there, its calls are made there.
+
+        For flow-sensitive locals it is a loop after its first iterable; its
+        targets are its own, so afterwards they hold what they held before
+        (a walrus in it binds the enclosing scope, and stays). A generator
+        expression runs when consumed, at a time unknown here: its reads and
+        bindings after the first iterable are flow-insensitive."""
         fors: list[cst.CompFor] = []
         comp: cst.CompFor | None = node.for_in
         while comp is not None:
             fors.append(comp)
             comp = comp.inner_for_in
+        reach = self.scope.reach
+        lazy = isinstance(node, cst.GeneratorExp)
+        before = reach.fork()
+        head = before
+        own: set[str] = set()
         frame = self.frame  # each ``if`` guards what comes after it
-        for c in fors:
+        for i, c in enumerate(fors):
             with self.within(frame):
                 it = self.expr(c.iter)
                 self.iterate(it, c.iter)
+                if i == 0:
+                    if lazy:
+                        reach.suspend()
+                    reach.loop_enter()
+                    head = reach.fork()
+                own.update(_bound_names(c.target))
                 self.assign(c.target, it, self.src.text(c.iter), c.iter, iterates=True)
             for cond in c.ifs:
                 with self.within(frame):
                     self.expr(cond.test)
                 frame = frame.guarded(self.guard(cond.test, GuardKind.FILTER))
+        value: Expr
         with self.within(frame):
             if isinstance(node, cst.DictComp):
                 self.expr(node.key)
                 value = self.expr(node.value)
-                return self.container(ContainerKind.DICT, (value,), (OpaqueExpr(""),))
-            elt = self.expr(node.elt)
+            else:
+                value = self.expr(node.elt)
+        after, _ = reach.loop_exit(head)
+        if lazy:
+            reach.resume()
+        reach.join(after)
+        if reach.state is not None and before is not None:
+            for name in own:
+                if name in before.defs:
+                    reach.state.defs[name] = before.defs[name]
+                else:
+                    reach.state.defs.pop(name, None)
+        if isinstance(node, cst.DictComp):
+            return self.container(ContainerKind.DICT, (value,), (OpaqueExpr(""),))
         kind = ContainerKind.SET if isinstance(node, cst.SetComp) else ContainerKind.LIST
-        return self.container(kind, (elt,))
+        return self.container(kind, (value,))
 
     def lambda_(self, node: cst.Lambda) -> Expr:
         """A lambda is a scope of its own (``parent.<lambdaN>``) returning its body."""
@@ -534,7 +575,7 @@ class ExpressionWalker:
     def call(self, node: cst.Call) -> Expr:
         func_node = node.func
         if isinstance(func_node, cst.Name):
-            func: Expr = NameExpr(func_node.value)
+            func: Expr = NameExpr(func_node.value, self.scope.reach.read(func_node.value))
             if func_node.value == "super" and not node.args:
                 func = NameExpr("super")
         elif isinstance(func_node, cst.Attribute):
@@ -606,6 +647,17 @@ def _operands(node: cst.BooleanOperation) -> list[cst.BaseExpression]:
         else:
             out.append(side)
     return out
+
+
+def _bound_names(target: cst.BaseExpression) -> Iterator[str]:
+    """The bare names an assignment target binds (``a``, ``a, (b, *c)``)."""
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            yield from _bound_names(el.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _bound_names(target.value)
 
 
 def _expr_children(node: cst.CSTNode) -> Iterator[cst.BaseExpression]:

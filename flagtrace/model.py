@@ -63,7 +63,7 @@ def record(cls: type[_T] | None = None, *, order: bool = False) -> Any:
 # --------------------------------------------------------------------------
 # The summary format
 
-SUMMARY_FORMAT = 6  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
+SUMMARY_FORMAT = 7  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
 
 #: The files of ``flagtrace`` whose code decides what a summary holds. The cache
 #: key (``cache.schema``) hashes each of them, so an edited walk never reads
@@ -75,6 +75,7 @@ INDEXER_SOURCES = (
     "expressions.py",
     "positions.py",
     "scopes.py",
+    "versions.py",
     "model.py",
     "parseguard.py",
     "memory.py",  # how indexing runs, not what it makes; listed since indexing loads it
@@ -130,7 +131,12 @@ class Diagnostic:
 
 @record
 class NameExpr:
+    """A read of a bare name. ``at`` indexes the reading scope's ``reaching``
+    table (the bindings that can reach this read, see ``flagtrace.versions``);
+    -1 reads every binding of the name (flow-insensitive)."""
+
     name: str
+    at: int = -1
 
 
 @record
@@ -582,6 +588,10 @@ class Scope:
     flow: tuple[Flow, ...] = ()
     children: tuple[str, ...] = ()  # qualnames of nested defs/classes declared here
     end_line: int = 0
+    #: for each ``NameExpr.at``: the indices into ``assignments`` whose binding
+    #: can reach that read (-1: the value on entry, i.e. parameters, imports,
+    #: the enclosing scope for a class body), or None to read every binding
+    reaching: tuple[tuple[int, ...] | None, ...] = ()
 
 
 @record

@@ -24,6 +24,7 @@ from flagtrace.model import (
     TryBlock,
     WithBlock,
 )
+from flagtrace.versions import LocalFlow
 
 
 @dataclass
@@ -56,6 +57,8 @@ class ScopeBuilder:
     lambda_count: int = 0
     defined: dict[str, int] = field(default_factory=dict)  # def/class name -> times defined
     end_line: int = 0
+    #: which bindings reach each read of a local (``flagtrace.versions``)
+    reach: LocalFlow = field(default_factory=LocalFlow)
 
     def child_qualname(self, name: str) -> str:
         """``parent.name`` for the first def or class of that name in this scope,
@@ -67,8 +70,14 @@ class ScopeBuilder:
         self.defined[name] = count
         return f"{self.qualname}.{name}" if count == 1 else f"{self.qualname}.{name}#{count}"
 
-    def freeze(self, module_globals: frozenset[str]) -> Scope:
+    def freeze(self, module_globals: frozenset[str], escaping: set[str]) -> Scope:
+        """The frozen scope. ``escaping``: names whose reads here stay
+        flow-insensitive besides this scope's own ``global``/``nonlocal`` ones
+        (see ``flagtrace.versions``)."""
         flow = filter_reads(self.flow, module_globals, self._shadowing_names())
+        reaching = self.reach.freeze(
+            escaping | self.globals_declared | self.nonlocals_declared, self.local_names
+        )
         return Scope(
             qualname=self.qualname,
             kind=self.kind,
@@ -93,6 +102,7 @@ class ScopeBuilder:
             flow=flow,
             children=tuple(self.children),
             end_line=self.end_line,
+            reaching=reaching,
         )
 
     def _shadowing_names(self) -> set[str]:

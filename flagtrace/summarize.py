@@ -50,6 +50,7 @@ from flagtrace.model import (
 )
 from flagtrace.positions import MAX_CALL_TEXT, SourceSpans
 from flagtrace.scopes import Frame, ScopeBuilder
+from flagtrace.versions import State
 
 _TYPE_CHECKING_TESTS = {"TYPE_CHECKING", "typing.TYPE_CHECKING", "t.TYPE_CHECKING"}
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
@@ -88,7 +89,8 @@ class _Indexer(ExpressionWalker):
         declared = {n for sc in self.scopes for n in sc.globals_declared}
         assigned = {a.target.name for a in top.assignments if a.target.name is not None}
         module_globals = frozenset((assigned - self.defined_names) | declared)
-        frozen = tuple(s.freeze(module_globals) for s in self.scopes)
+        escaping = _escaping_names(self.scopes, declared)
+        frozen = tuple(s.freeze(module_globals, escaping.get(s.qualname, set())) for s in self.scopes)
         return ModuleSummary(
             module=self.module,
             path=self.source.path,
@@ -188,8 +190,10 @@ class _Indexer(ExpressionWalker):
             if returned is not None:
                 self.scope.returns.append(returned)
             self.emit(ReturnStep(self.loc(node), returned))
+            self.scope.reach.stop()
         elif isinstance(node, cst.Raise):
             self.raise_(node)
+            self.scope.reach.stop()
         elif isinstance(node, cst.Global):
             self.scope.globals_declared.update(n.name.value for n in node.names)
         elif isinstance(node, cst.Nonlocal):
@@ -208,7 +212,11 @@ class _Indexer(ExpressionWalker):
                 self.expr(node.msg)
             g = self.guard(node.test, GuardKind.ASSERT, negated=True)
             self.emit(Branch(g, (RaiseStep(self.loc(node)),), (), self.loc(node)))
-        # Pass, Break, Continue: nothing to record
+        elif isinstance(node, cst.Break):
+            self.scope.reach.loop_break()
+        elif isinstance(node, cst.Continue):
+            self.scope.reach.loop_continue()
+        # Pass: nothing to record
 
     def raise_(self, node: cst.Raise) -> None:
         if node.exc is not None:
@@ -248,6 +256,7 @@ class _Indexer(ExpressionWalker):
             return
         if isinstance(target, cst.Name):
             name = target.value
+            self.scope.reach.delete(name)
             if name in self.scope.globals_declared:
                 self.emit(WriteStep(name, None, "del", self.loc(target)))
         elif isinstance(target, cst.Attribute) and self.import_rooted(target.value) is not None:
@@ -293,6 +302,7 @@ class _Indexer(ExpressionWalker):
     ) -> None:
         if kind is not ImportKind.STAR:
             self.bind(alias)
+            self.scope.reach.bind(alias)
             self.import_aliases.add(alias)
         self.scope.imports.append(
             Import(
@@ -365,6 +375,7 @@ class _Indexer(ExpressionWalker):
                 dec, (Argument(value),), node, self.decorator_text(child, dec), CallKind.DECORATOR
             )
             value = CallExpr(site)
+        self.scope.reach.define(child.name, len(self.scope.assignments))
         self.scope.assignments.append(
             Assignment(Target(name=child.name), value, child.location, child.name)
         )
@@ -390,7 +401,11 @@ class _Indexer(ExpressionWalker):
         frame = self.frame.guarded(g)
         if text in _TYPE_CHECKING_TESTS:
             frame = frame.only_type_checking()
+        reach = self.scope.reach
+        before = reach.fork()
         body = self.block(node.body, frame)
+        after_body = reach.fork()
+        reach.start(before)
         orelse: tuple[Flow, ...] = ()
         if node.orelse is not None:
             neg = self.frame.guarded(replace(g, negated=True, kind=GuardKind.ELSE))
@@ -400,21 +415,34 @@ class _Indexer(ExpressionWalker):
                 orelse = tuple(inner.flow)
             else:
                 orelse = self.block(node.orelse.body, neg)
+        reach.join(after_body, reach.state)
         self.emit(Branch(g, body, orelse, self.loc(node)))
 
     def stmt_While(self, node: cst.While) -> None:
+        reach = self.scope.reach
+        reach.loop_enter()  # the test runs at the head, each time round
         self.expr(node.test)
+        head = reach.fork()
         g = self.guard(node.test, GuardKind.WHILE)
         body = self.block(node.body, self.frame.guarded(g))
+        after, breaks = reach.loop_exit(head)
+        reach.start(after)
         orelse = self.block(node.orelse.body) if node.orelse is not None else ()
+        reach.join(reach.state, *breaks)
         self.emit(Branch(g, body, orelse, self.loc(node), loop=True))
 
     def stmt_For(self, node: cst.For) -> None:
+        reach = self.scope.reach
         iterable = self.expr(node.iter)
         self.iterate(iterable, node.iter)
+        reach.loop_enter()  # the target is bound at the head, each time round
+        head = reach.fork()
         self.assign(node.target, iterable, self.src.text(node.iter), node.iter, iterates=True)
         body = self.block(node.body)
+        after, breaks = reach.loop_exit(head)
+        reach.start(after)
         orelse = self.block(node.orelse.body) if node.orelse is not None else ()
+        reach.join(reach.state, *breaks)
         self.emit(Branch(None, body, orelse, self.loc(node), loop=True))
 
     def stmt_With(self, node: cst.With) -> None:
@@ -438,7 +466,11 @@ class _Indexer(ExpressionWalker):
                 f"<{enter}> {text[:MAX_CALL_TEXT]}",
                 CallKind.ENTER,
             )
+        # a context manager may swallow an exception from anywhere in the body
+        reach = self.scope.reach
+        before, mark = reach.fork(), reach.mark()
         body = self.block(node.body, self.frame.within_with(tuple(i.text for i in items)))
+        reach.join(reach.state, reach.exceptional(before, mark))
         self.emit(WithBlock(tuple(items), body, self.loc(node), node.asynchronous is not None))
         leave = "__aexit__" if node.asynchronous is not None else "__exit__"
         for item, with_item in zip(reversed(node.items), reversed(items), strict=True):
@@ -451,14 +483,23 @@ class _Indexer(ExpressionWalker):
             )
 
     def stmt_Try(self, node: cst.Try | cst.TryStar) -> None:
+        """Handlers start from any point of the body (every binding made in it
+        may have run); ``finally`` from any point of the whole statement."""
         catches_import = any(_handler_catches_import_error(h) for h in node.handlers)
+        reach = self.scope.reach
+        before, mark, jumps = reach.fork(), reach.mark(), reach.pending_jumps()
         body = self.block(node.body, self.frame.guarding_imports() if catches_import else None)
+        after_body = reach.fork()
+        raised = reach.exceptional(before, mark)
+        ends: list[State | None] = []
         handlers: list[tuple[Flow, ...]] = []
         for h in node.handlers:
+            reach.start(raised)
             if h.type is not None:
                 self.expr(h.type)
             if h.name is not None and isinstance(h.name.name, cst.Name):
                 self.bind(h.name.name.value)
+                reach.bind(h.name.name.value)
             g = Guard(
                 self.src.text(h.type) if h.type is not None else "BaseException",
                 self.loc(h).line,
@@ -466,8 +507,15 @@ class _Indexer(ExpressionWalker):
                 GuardKind.EXCEPT,
             )
             handlers.append(self.block(h.body, self.frame.guarded(g)))
+            ends.append(reach.fork())
+        reach.start(after_body)
         orelse = self.block(node.orelse.body) if node.orelse is not None else ()
-        final = self.block(node.finalbody.body) if node.finalbody is not None else ()
+        reach.join(reach.state, *ends)
+        final: tuple[Flow, ...] = ()
+        if node.finalbody is not None:
+            reach.join(reach.state, reach.exceptional(before, mark))
+            final = self.block(node.finalbody.body)
+            reach.after_finally(jumps, reach.state)
         self.emit(TryBlock(body, tuple(handlers), orelse, final, self.loc(node)))
 
     stmt_TryStar = stmt_Try
@@ -475,16 +523,23 @@ class _Indexer(ExpressionWalker):
     def stmt_Match(self, node: cst.Match) -> None:
         self.expr(node.subject)
         arms: list[Branch] = []
+        reach = self.scope.reach
+        unmatched = reach.fork()  # no case so far has matched
+        ends: list[State | None] = []
         for case in node.cases:
+            reach.start(unmatched)
             self.bind_pattern_names(case.pattern)
             if case.guard is not None:
                 self.expr(case.guard)
+            unmatched = reach.merge((unmatched, reach.state))
             text = "case " + self.src.text(case.pattern)
             if case.guard is not None:
                 text += " if " + self.src.text(case.guard)
             g = Guard(text, self.loc(case).line, False, GuardKind.CASE)
             body = self.block(case.body, self.frame.guarded(g))
+            ends.append(reach.fork())
             arms.append(Branch(g, body, (), self.loc(case)))
+        reach.join(unmatched, *ends)
         # cases are alternatives: nest them as if/else chains
         chain: tuple[Flow, ...] = ()
         for arm in reversed(arms):
@@ -495,8 +550,10 @@ class _Indexer(ExpressionWalker):
     def bind_pattern_names(self, pattern: cst.CSTNode) -> None:
         if isinstance(pattern, cst.MatchAs) and pattern.name is not None:
             self.bind(pattern.name.value)
+            self.scope.reach.bind(pattern.name.value)
         elif isinstance(pattern, cst.MatchStar) and pattern.name is not None:
             self.bind(pattern.name.value)
+            self.scope.reach.bind(pattern.name.value)
         for child in pattern.children:
             if isinstance(
                 child,
@@ -508,6 +565,23 @@ class _Indexer(ExpressionWalker):
                 ),
             ):
                 self.bind_pattern_names(child)
+
+
+def _escaping_names(scopes: Sequence[ScopeBuilder], declared: set[str]) -> dict[str, set[str]]:
+    """Per scope, the names whose values other code may change between its
+    statements, so that its reads of them stay flow-insensitive: at module
+    level, the names some function declares ``global``; in a function, the
+    names a function nested in it declares ``nonlocal``."""
+    out: dict[str, set[str]] = {}
+    for sc in scopes:
+        if sc.kind is ScopeKind.MODULE:
+            out.setdefault(sc.qualname, set()).update(declared)
+        if sc.nonlocals_declared:
+            outer = sc.parent
+            while outer is not None and outer.kind is not ScopeKind.MODULE:
+                out.setdefault(outer.qualname, set()).update(sc.nonlocals_declared)
+                outer = outer.parent
+    return out
 
 
 def _dotted(node: cst.BaseExpression) -> str:

@@ -146,7 +146,7 @@ class Calls(ResolverBase):
         out: list[Target] = []
         by_name: str | None = None
         if isinstance(func, NameExpr):
-            values = self.lookup(qn, func.name)
+            values = self.eval(qn, func)
             res = Resolution.DIRECT if self.name_is_direct(qn, func.name) else Resolution.TYPED
             out = [(v, res, None) for v in ordered(values)]
         elif isinstance(func, AttrExpr):

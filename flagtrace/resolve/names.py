@@ -13,11 +13,13 @@ from flagtrace.model import (
     FunctionRefExpr,
     Import,
     ImportKind,
+    NameExpr,
     ParamKind,
     Scope,
     ScopeKind,
 )
 from flagtrace.resolve.state import ResolverBase
+from flagtrace.versions import ENTRY
 from flagtrace.resolve.values import (
     BUILTIN,
     BUILTINS,
@@ -98,20 +100,89 @@ class Names(ResolverBase):
                 if len(out) >= MAX_VALUES:
                     break
                 out |= self.eval(scope_qn, expr)
-            scope = self.p.scopes.get(scope_qn)
-            if scope is not None and scope.kind in (ScopeKind.FUNCTION, ScopeKind.LAMBDA):
-                out |= self._param_value(scope, name)
-            if not out and scope is not None and scope.kind is ScopeKind.MODULE:
-                for star_module in self.p.star_imports.get(scope_qn, ()):
-                    if self._module_binds(star_module, name):
-                        out |= self.variable(star_module, name)
-            for ann in self.p.annotations.get(key, ()):
-                out |= self.annotation_values(scope_qn, ann)
+            self._unassigned_value(scope_qn, name, out)
         finally:
             in_progress.discard(key)
         frozen = frozenset(out)
         self.memo.variables[key] = frozen
         return frozen
+
+    def _unassigned_value(self, scope_qn: str, name: str, out: set[Value]) -> None:
+        """Add to ``out`` what ``name`` holds in ``scope_qn`` besides its
+        assignments and imports: a parameter's values, a star import's, its
+        annotations' classes."""
+        key = (scope_qn, name)
+        scope = self.p.scopes.get(scope_qn)
+        if scope is not None and scope.kind in (ScopeKind.FUNCTION, ScopeKind.LAMBDA):
+            out |= self._param_value(scope, name)
+        if not out and scope is not None and scope.kind is ScopeKind.MODULE:
+            for star_module in self.p.star_imports.get(scope_qn, ()):
+                if self._module_binds(star_module, name):
+                    out |= self.variable(star_module, name)
+        for ann in self.p.annotations.get(key, ()):
+            out |= self.annotation_values(scope_qn, ann)
+
+    def local_value(self, qn: str, expr: NameExpr) -> Values:
+        """What the read ``expr`` of a bare name in scope ``qn`` holds: the
+        assignments that reach it (``Scope.reaching``, ``flagtrace.versions``),
+        or every binding of the name when the read is flow-insensitive."""
+        scope = self.p.scopes.get(qn)
+        if scope is None or expr.at >= len(scope.reaching):
+            return self.lookup(qn, expr.name)
+        reach = scope.reaching[expr.at]
+        if reach is None:
+            return self.lookup(qn, expr.name)
+        key = (qn, expr.name, reach)
+        memo = self.memo.reaching.get(key)
+        if memo is not None:
+            return memo
+        in_progress = self.memo.in_progress
+        if key in in_progress:
+            return EMPTY
+        in_progress.add(key)
+        out: set[Value] = set()
+        stored = self.p.stored[qn]
+        try:
+            for i in reach:
+                if len(out) >= MAX_VALUES:
+                    break
+                if i == ENTRY:
+                    out |= self._entry_value(scope, expr.name)
+                else:
+                    out |= self.eval(qn, stored[i])
+            for ann in self.p.annotations.get((qn, expr.name), ()):
+                out |= self.annotation_values(qn, ann)
+        finally:
+            in_progress.discard(key)
+        frozen = frozenset(out)
+        self.memo.reaching[key] = frozen
+        return frozen
+
+    def _entry_value(self, scope: Scope, name: str) -> set[Value]:
+        """What a local holds before any assignment of it runs: its imports and
+        parameter values; in a class body a name not bound yet is read from the
+        enclosing scopes, and at module level from the builtins."""
+        qn = scope.qualname
+        out: set[Value] = set()
+        imports = self.p.imports.get((qn, name), ())
+        for imp in imports:
+            out |= self.import_value(imp)
+        self._unassigned_value(qn, name, out)
+        if scope.kind is ScopeKind.MODULE:
+            if not out and name in BUILTINS:
+                out.add((BUILTIN, name, 0))
+        elif scope.kind is ScopeKind.CLASS or (
+            not imports and name not in self.p.param_names[qn]
+        ):
+            # a class body reads an unbound name from outside; in a function it
+            # is an error, unless the name is only a comprehension's own (the
+            # walk binds those in the function): it then is the outer name
+            outer = self.p.scopes.get(scope.parent) if scope.parent else None
+            while outer is not None and outer.kind is ScopeKind.CLASS and outer.parent:
+                outer = self.p.scopes.get(outer.parent)
+            if outer is not None:
+                out |= self.lookup(outer.qualname, name)
+        return out
 
     def _param_value(self, scope: Scope, name: str) -> set[Value]:
         """A parameter: the arguments bound to it so far, its annotation, its

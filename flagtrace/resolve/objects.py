@@ -56,7 +56,7 @@ class Objects(ResolverBase):
         t = type(expr)
         if t is NameExpr:
             assert isinstance(expr, NameExpr)
-            return self.lookup(qn, expr.name)
+            return self.local_value(qn, expr) if expr.at >= 0 else self.lookup(qn, expr.name)
         if t is AttrExpr:
             assert isinstance(expr, AttrExpr)
             out: set[Value] = set()

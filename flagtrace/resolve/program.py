@@ -41,6 +41,8 @@ class Program:
         self.param_names: dict[str, frozenset[str]] = {}
         self.module_of: dict[str, str] = {}
         self.assigns: dict[tuple[str, str], list[Stored]] = defaultdict(list)
+        # per scope, what each of its assignments stores, by index (``Scope.reaching``)
+        self.stored: dict[str, list[Stored]] = {}
         self.annotations: dict[tuple[str, str], list[str]] = defaultdict(list)
         self.imports: dict[tuple[str, str], list[Import]] = defaultdict(list)
         self.star_imports: dict[str, list[str]] = defaultdict(list)
@@ -71,9 +73,11 @@ class Program:
         self.locals[qn] = frozenset(scope.local_names)
         self.param_names[qn] = frozenset(p.name for p in scope.params)
         self.module_of[qn] = module
+        stored = self.stored[qn] = []
         for a in scope.assignments:
             t = a.target
             value: Stored = ElementsExpr(a.value) if a.iterates else a.value
+            stored.append(value)
             if t.name is not None:
                 self.assigns[(qn, t.name)].append(value)
                 if a.annotation:

@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from flagtrace.model import CallSite, ContainerExpr, DecoratorKind, Resolution
+from flagtrace.model import CallSite, ContainerExpr, DecoratorKind, NameExpr, Resolution
 from flagtrace.resolve.program import Program, Stored
 from flagtrace.resolve.values import Value, Values
 
@@ -48,6 +48,8 @@ class RoundMemo:
     """Answers valid for one round (parameter values may grow in the next)."""
 
     variables: dict[tuple[str, str], Values] = field(default_factory=dict)
+    #: a local's value at a read, by the bindings that reach it (``Names.local_value``)
+    reaching: dict[tuple[str, str, tuple[int, ...]], Values] = field(default_factory=dict)
     fields: dict[tuple[str, str], Values] = field(default_factory=dict)
     call_results: dict[tuple[str, int], Values] = field(default_factory=dict)
     returns: dict[str, Values] = field(default_factory=dict)
@@ -100,6 +102,9 @@ class ResolverBase:
         raise NotImplementedError
 
     def variable(self, scope_qn: str, name: str) -> Values:
+        raise NotImplementedError
+
+    def local_value(self, qn: str, expr: NameExpr) -> Values:
         raise NotImplementedError
 
     def attribute(self, value: Value, attr: str, from_qn: str) -> Values:

@@ -90,7 +90,9 @@ class _Indexer(ExpressionWalker):
         assigned = {a.target.name for a in top.assignments if a.target.name is not None}
         module_globals = frozenset((assigned - self.defined_names) | declared)
         escaping = _escaping_names(self.scopes, declared)
-        frozen = tuple(s.freeze(module_globals, escaping.get(s.qualname, set())) for s in self.scopes)
+        frozen = tuple(
+            s.freeze(module_globals, escaping.get(s.qualname, set())) for s in self.scopes
+        )
         return ModuleSummary(
             module=self.module,
             path=self.source.path,

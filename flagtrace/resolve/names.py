@@ -19,7 +19,6 @@ from flagtrace.model import (
     ScopeKind,
 )
 from flagtrace.resolve.state import ResolverBase
-from flagtrace.versions import ENTRY
 from flagtrace.resolve.values import (
     BUILTIN,
     BUILTINS,
@@ -33,6 +32,7 @@ from flagtrace.resolve.values import (
     Values,
     ordered,
 )
+from flagtrace.versions import ENTRY
 
 #: names in annotations that are typing constructs, not classes
 TYPING_NAMES = frozenset(
@@ -171,9 +171,7 @@ class Names(ResolverBase):
         if scope.kind is ScopeKind.MODULE:
             if not out and name in BUILTINS:
                 out.add((BUILTIN, name, 0))
-        elif scope.kind is ScopeKind.CLASS or (
-            not imports and name not in self.p.param_names[qn]
-        ):
+        elif scope.kind is ScopeKind.CLASS or (not imports and name not in self.p.param_names[qn]):
             # a class body reads an unbound name from outside; in a function it
             # is an error, unless the name is only a comprehension's own (the
             # walk binds those in the function): it then is the outer name

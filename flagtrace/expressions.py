@@ -188,6 +188,7 @@ class ExpressionWalker:
         kind: CallKind = CallKind.CALL,
     ) -> int:
         site = len(self.scope.calls)
+        self.scope.reach.kill_items()  # the call may change any container
         self.scope.calls.append(
             CallSite(
                 func=func,
@@ -291,6 +292,11 @@ class ExpressionWalker:
             key: Expr = OpaqueExpr("")
             if len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
                 key = self.expr(target.slice[0].slice.value)
+            item = _item_name(target)
+            if item is None or not store:
+                self.scope.reach.kill_items()
+            else:
+                self.scope.reach.store_item(item, len(self.scope.assignments), augmented)
             self.scope.assignments.append(
                 Assignment(
                     Target(base=base, key=key),
@@ -370,7 +376,9 @@ class ExpressionWalker:
             self.assign(node.target, value, self.src.text(node.value), node.value)
             return value
         if type(node) is cst.Await:
-            return self.expr(node.expression)
+            value = self.expr(node.expression)
+            self.scope.reach.kill_items()  # other tasks run meanwhile
+            return value
         if type(node) is cst.Yield:
             return self.yield_(node)
         if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
@@ -464,6 +472,9 @@ class ExpressionWalker:
                     if part is not None:
                         self.expr(part)
         key = keys[0] if len(keys) == 1 else OpaqueExpr("")
+        item = _item_name(node)
+        if item is not None:
+            return SubscriptExpr(base, key, self.scope.reach.read(item[0] + item[1]))
         return SubscriptExpr(base, key)
 
     def dict_display(self, node: cst.Dict) -> Expr:
@@ -487,6 +498,7 @@ class ExpressionWalker:
         elif node.value is not None:
             value = self.expr(node.value)
         self.scope.yields.append(value)
+        self.scope.reach.kill_items()  # the consumer runs meanwhile
         self.emit(YieldStep(self.loc(node)))
         return OpaqueExpr("yield")
 
@@ -647,6 +659,25 @@ def _operands(node: cst.BooleanOperation) -> list[cst.BaseExpression]:
         else:
             out.append(side)
     return out
+
+
+def _item_name(node: cst.Subscript) -> tuple[str, str] | None:
+    """``d["a"]`` on a bare name with a literal string or integer key: the
+    (base, ``[key]``) pair ``flagtrace.versions`` follows in statement order.
+    Keys are compared by value (``"a"`` is ``'a'``, ``0x1`` is ``1``); any
+    other key (``1.0``, ``True``, a name) is none of these."""
+    if not isinstance(node.value, cst.Name) or len(node.slice) != 1:
+        return None
+    index = node.slice[0].slice
+    if not isinstance(index, cst.Index):
+        return None
+    key = index.value
+    if isinstance(key, cst.SimpleString):
+        value = key.evaluated_value
+        return (node.value.value, f"[s:{value}]") if isinstance(value, str) else None
+    if isinstance(key, cst.Integer):
+        return node.value.value, f"[n:{key.evaluated_value}]"
+    return None
 
 
 def _bound_names(target: cst.BaseExpression) -> Iterator[str]:

@@ -154,8 +154,12 @@ class CallExpr:
 
 @record
 class SubscriptExpr:
+    """``base[key]``. ``at`` indexes the scope's ``reaching`` table for an item
+    of a local with a literal key (``d["a"]``, see ``flagtrace.versions``)."""
+
     base: Expr
     key: Expr
+    at: int = -1
 
 
 @record

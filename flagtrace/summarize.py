@@ -265,6 +265,7 @@ class _Indexer(ExpressionWalker):
             base = self.import_rooted(target.value)
             self.emit(WriteStep(target.attr.value, None, "del", self.loc(target), base=base))
         else:
+            self.scope.reach.kill_items()
             self.expr(target)
 
     # ---- imports
@@ -362,6 +363,7 @@ class _Indexer(ExpressionWalker):
         self.define(child, node)
         self.scopes.append(child)
         child.flow = self.block(node.body, self.frame.class_body(child))
+        self.scope.reach.kill_items()  # the class body ran here, and may change containers
 
     def define(self, child: ScopeBuilder, node: cst.FunctionDef | cst.ClassDef) -> None:
         """Bind a def/class in the enclosing scope and apply its decorators."""

@@ -81,6 +81,9 @@ class LocalFlow:
         self._tokens: dict[tuple[int, str], int] = {}
         self._next_loop = 0
         self._suspended = 0
+        #: container items followed so far (``d[s:a]``), by the base name and by the key
+        self._items_of: dict[str, set[str]] = {}
+        self._items_at: dict[str, set[str]] = {}
 
     # ---- reads and bindings
 
@@ -94,6 +97,8 @@ class LocalFlow:
 
     def define(self, name: str, index: int, augmented: bool = False) -> None:
         """``name`` is bound by assignment ``index`` (``a += x``: added to what it held)."""
+        if name in self._items_of:  # another container, or the same one mutated
+            self._forget(self._items_of[name])
         self.log.append((index, name))
         if self._suspended:
             self.insensitive.add(name)
@@ -109,8 +114,35 @@ class LocalFlow:
         E as name``, a ``case`` capture): it reads as the scope's entry value."""
         self.define(name, ENTRY)
 
+    def store_item(self, item: tuple[str, str], index: int, augmented: bool = False) -> None:
+        """``d["a"] = v`` (assignment ``index``): the item reads as ``v`` until
+        something else may change it. Another name may be the same container,
+        so a store to its ``["a"]`` forgets every ``["a"]`` followed so far."""
+        base, key = item
+        name = base + key
+        self._forget(self._items_at.get(key, set()) - {name})
+        self._items_of.setdefault(base, set()).add(name)
+        self._items_at.setdefault(key, set()).add(name)
+        self.define(name, index, augmented)
+
+    def kill_items(self) -> None:
+        """Something ran that may change any container (a call, a store under a key
+        not followed, an ``await``, a ``yield``, a class body): every item followed
+        reads as whatever the container holds (flow-insensitive) again."""
+        if self._items_at and self.state is not None:
+            for names in self._items_at.values():
+                self._forget(names)
+
+    def _forget(self, items: set[str]) -> None:
+        if self.state is not None:
+            for name in items:
+                if name in self.state.defs or self.state.loops:
+                    self.state.defs[name] = _ENTRY_ONLY
+
     def delete(self, name: str) -> None:
         """``del name``: unbound until bound again."""
+        if name in self._items_of:
+            self._forget(self._items_of[name])
         if self._suspended:
             self.insensitive.add(name)
         if self.state is not None:
@@ -263,6 +295,7 @@ class LocalFlow:
         (an escaping or non-local name, or every binding reaches it anyway)."""
         local = set(local_names)
         escaping = escaping | self.insensitive
+        items = {n for names in self._items_of.values() for n in names}
         every: dict[str, set[int]] = {}
         for index, name in self.log:
             every.setdefault(name, {ENTRY}).add(index)
@@ -273,12 +306,13 @@ class LocalFlow:
                 out.append(None)
                 continue
             name, reach = entry
-            if (
-                name in escaping
-                or name not in local
-                or any(i < ENTRY for i in reach)  # a token left over: be safe
-                or reach >= every.get(name, {ENTRY})
-            ):
+            if name in items:
+                # an item: strong only where every path stored it since anything
+                # that may change the container; else what the container holds
+                weak = ENTRY in reach or name.partition("[")[0] in escaping
+            else:
+                weak = name not in local or reach >= every.get(name, {ENTRY})
+            if weak or name in escaping or any(i < ENTRY for i in reach):  # < ENTRY: a token
                 out.append(None)
             else:
                 got = interned.get(reach)

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from flagtrace.api import callgraph_pycg
-from flagtrace.model import CallSite, NameExpr, Scope, SourceFile
+from flagtrace.model import CallSite, NameExpr, Scope, SourceFile, SubscriptExpr
+from flagtrace.resolve.values import key_text
 from flagtrace.summarize import summarize_source
 from flagtrace.versions import ENTRY
 
@@ -329,6 +330,49 @@ def test_a_rebound_decorator_name() -> None:
     assert {scopes["m"].assignments[i].text for i in reach} == {"dec2"}
 
 
+def item(source: str, nth: int = 0) -> frozenset[str]:
+    """What reaches the ``nth`` read of ``d["a"]`` called in module code: the
+    stores' texts, or ``ALL`` (whatever the container holds)."""
+    scope = _scopes(source)["m"]
+    sites = [s for s in scope.calls if isinstance(s.func, SubscriptExpr)]
+    func = sites[nth].func
+    assert isinstance(func, SubscriptExpr)
+    reach = scope.reaching[func.at] if func.at >= 0 else None
+    if reach is None:
+        return ALL
+    return frozenset(scope.assignments[i].text for i in reach)
+
+
+def test_an_item_stored_under_a_literal_key_replaces_what_the_display_held() -> None:
+    assert item('d = {"a": f}\nd["a"] = g\nd["a"]()\n') == {"g"}
+    assert item("d = {'a': f}\nd['a'] = g\nd[\"a\"]()\n") == {"g"}  # keys by value
+    assert item("d = [f, f]\nd[0x1] = g\nd[1]()\n") == {"g"}
+
+
+def test_an_item_is_weak_again_after_anything_that_may_change_the_container() -> None:
+    assert item('d = {}\nd["a"] = g\nlog()\nd["a"]()\n') == ALL  # a call
+    assert item('d = {}\ne = d\nd["a"] = g\ne["a"] = h\nd["a"]()\n') == ALL  # an alias
+    assert item('d = {}\nd["a"] = g\nd[k] = h\nd["a"]()\n') == ALL  # a key not followed
+    assert item('d = {}\nd["a"] = g\nd = other\nd["a"]()\n') == ALL  # another container
+    assert item('d = {}\nd["a"] = g\nclass C:\n    x = 1\nd["a"]()\n') == ALL
+    src = """
+    async def main():
+        d = {}
+        d["a"] = g
+        await task
+        d["a"]()
+    """
+    scope = _scopes(src)["m.main"]
+    (site,) = [s for s in scope.calls if isinstance(s.func, SubscriptExpr)]
+    assert isinstance(site.func, SubscriptExpr) and scope.reaching[site.func.at] is None
+
+
+def test_an_item_stored_on_one_arm_only_is_weak() -> None:
+    assert item('d = {"a": f}\nif c:\n    d["a"] = g\nd["a"]()\n') == ALL
+    src = 'd = {"a": f}\nif c:\n    d["a"] = g\nelse:\n    d["a"] = h\nd["a"]()\n'
+    assert item(src) == {"g", "h"}
+
+
 def test_the_call_graph_follows_a_rebinding_after_use(tmp_path: Path) -> None:
     (tmp_path / "main.py").write_text(
         textwrap.dedent(
@@ -346,8 +390,8 @@ def test_the_call_graph_follows_a_rebinding_after_use(tmp_path: Path) -> None:
     assert graph["main"] == ["main.f"]
 
 
-def _name_reads(value: object) -> Iterator[NameExpr]:
-    if isinstance(value, NameExpr):
+def _name_reads(value: object) -> Iterator[NameExpr | SubscriptExpr]:
+    if isinstance(value, (NameExpr, SubscriptExpr)):
         yield value
     if isinstance(value, tuple):
         for item in value:
@@ -377,5 +421,14 @@ def test_every_reaching_index_is_an_assignment_of_the_name_read(path: Path) -> N
             assert read.at < len(scope.reaching), (scope.qualname, read)
             reach = scope.reaching[read.at]
             for i in reach or ():
-                if i != ENTRY:
-                    assert scope.assignments[i].target.name == read.name, (scope.qualname, read)
+                if i == ENTRY:
+                    assert isinstance(read, NameExpr)  # an item is never strong from entry
+                    continue
+                target = scope.assignments[i].target
+                if isinstance(read, NameExpr):
+                    assert target.name == read.name, (scope.qualname, read)
+                else:
+                    assert target.key is not None and target.base is not None
+                    assert key_text(target.key) == key_text(read.key), (scope.qualname, read)
+                    assert isinstance(read.base, NameExpr) and isinstance(target.base, NameExpr)
+                    assert target.base.name == read.base.name, (scope.qualname, read)

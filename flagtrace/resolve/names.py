@@ -17,6 +17,7 @@ from flagtrace.model import (
     ParamKind,
     Scope,
     ScopeKind,
+    SubscriptExpr,
 )
 from flagtrace.resolve.state import ResolverBase
 from flagtrace.resolve.values import (
@@ -156,6 +157,34 @@ class Names(ResolverBase):
             in_progress.discard(key)
         frozen = frozenset(out)
         self.memo.reaching[key] = frozen
+        return frozen
+
+    def stored_item(self, qn: str, expr: SubscriptExpr) -> Values | None:
+        """``d["a"]`` read where every path stored the item since anything that
+        could change the container (``Scope.reaching``): what those stores
+        stored. None when it is not such a read."""
+        scope = self.p.scopes.get(qn)
+        if scope is None or expr.at >= len(scope.reaching):
+            return None
+        reach = scope.reaching[expr.at]
+        if reach is None:
+            return None
+        key = (qn, "[]", reach)
+        memo = self.memo.reaching.get(key)
+        if memo is not None:
+            return memo
+        in_progress = self.memo.in_progress
+        if key in in_progress:
+            return EMPTY
+        in_progress.add(key)
+        stored = self.p.stored[qn]
+        out: set[Value] = set()
+        try:
+            for i in reach:
+                out |= self.eval(qn, stored[i])
+        finally:
+            in_progress.discard(key)
+        frozen = self.memo.reaching[key] = frozenset(out)
         return frozen
 
     def _entry_value(self, scope: Scope, name: str) -> set[Value]:

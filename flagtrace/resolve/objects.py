@@ -79,6 +79,10 @@ class Objects(ResolverBase):
             return frozenset({(CONTAINER, expr.origin, 0)})
         if t is SubscriptExpr:
             assert isinstance(expr, SubscriptExpr)
+            if expr.at >= 0:
+                stored = self.stored_item(qn, expr)
+                if stored is not None:
+                    return stored
             key = key_text(expr.key)
             out = set()
             for base in ordered(self.eval(qn, expr.base)):

@@ -18,7 +18,14 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from flagtrace.model import CallSite, ContainerExpr, DecoratorKind, NameExpr, Resolution
+from flagtrace.model import (
+    CallSite,
+    ContainerExpr,
+    DecoratorKind,
+    NameExpr,
+    Resolution,
+    SubscriptExpr,
+)
 from flagtrace.resolve.program import Program, Stored
 from flagtrace.resolve.values import Value, Values
 
@@ -105,6 +112,9 @@ class ResolverBase:
         raise NotImplementedError
 
     def local_value(self, qn: str, expr: NameExpr) -> Values:
+        raise NotImplementedError
+
+    def stored_item(self, qn: str, expr: SubscriptExpr) -> Values | None:
         raise NotImplementedError
 
     def attribute(self, value: Value, attr: str, from_qn: str) -> Values:

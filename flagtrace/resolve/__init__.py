@@ -1,8 +1,9 @@
 """Resolve: which functions can each call site reach?
 
-A flow-insensitive value-flow analysis over the module summaries, in the
-spirit of PyCG: every variable, attribute and call result evaluates to a set of
-abstract values (``values``: functions, classes, instances, modules, builtins,
+A value-flow analysis over the module summaries, in the spirit of PyCG, but
+flow-sensitive for local names (a read evaluates only the assignments that
+reach it, ``Scope.reaching``, see ``flagtrace.versions``): every variable,
+attribute and call result evaluates to a set of abstract values (``values``: functions, classes, instances, modules, builtins,
 external names), and a call site's callees are what its callee expression
 evaluates to (``calls``). The parts:
 

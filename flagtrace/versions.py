@@ -78,7 +78,9 @@ class LocalFlow:
         #: names bound where their order is unknown (in a generator expression)
         self.insensitive: set[str] = set()
         self._loops: list[_Loop] = []
-        self._tokens: dict[tuple[int, str], int] = {}
+        #: per open loop, the token of each name read since its head
+        self._tokens: dict[int, dict[str, int]] = {}
+        self._token_count = 0
         self._next_loop = 0
         self._suspended = 0
         #: container items followed so far (``d[s:a]``), by the base name and by the key
@@ -253,7 +255,7 @@ class LocalFlow:
         loop = self._loops.pop()
         back = [s for s in (self.state, *loop.continues) if s is not None]
         ident = loop.ident
-        names = {n for (lp, n) in list(self._tokens) if lp == ident}
+        names = set(self._tokens.get(ident, ()))
         names.update(n for s in back for n in s.defs)
         values: dict[int, Reach] = {}
         for n in sorted(names):
@@ -269,6 +271,7 @@ class LocalFlow:
                 self.table[i] = (entry[0], _substitute(entry[1], values))
         after = self._close(head, ident, values)
         breaks = [b for b in (self._close(s, ident, values) for s in loop.breaks) if b is not None]
+        self._tokens.pop(ident, None)
         self.state = None
         return after, breaks
 
@@ -279,8 +282,8 @@ class LocalFlow:
         defs = {n: _substitute(v, values) for n, v in state.defs.items()}
         if ident in state.loops:
             loops = state.loops - {ident}
-            for (lp, n), tok in list(self._tokens.items()):
-                if lp == ident and n not in defs:
+            for n, tok in list(self._tokens.get(ident, {}).items()):
+                if n not in defs:
                     base = frozenset({ENTRY, *(self._token(o, n) for o in loops)})
                     defs[n] = base | values.get(tok, frozenset())
             return State(defs, loops)
@@ -332,10 +335,11 @@ class LocalFlow:
         return frozenset({ENTRY, *(self._token(lp, name) for lp in state.loops)})
 
     def _token(self, loop: int, name: str) -> int:
-        key = (loop, name)
-        tok = self._tokens.get(key)
+        tokens = self._tokens.setdefault(loop, {})
+        tok = tokens.get(name)
         if tok is None:
-            tok = self._tokens[key] = -2 - len(self._tokens)
+            self._token_count += 1
+            tok = tokens[name] = -1 - self._token_count
         return tok
 
 

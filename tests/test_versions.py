@@ -240,6 +240,39 @@ def test_a_generator_expression_reads_when_consumed() -> None:
     assert reaches(src) == ALL
 
 
+def test_match_cases_are_alternatives() -> None:
+    src = """
+    def main(v):
+        x = f
+        match v:
+            case 1:
+                x = g
+            case [y]:
+                x = y
+            case _:
+                pass
+        x()
+    """
+    assert reaches(src) == {"f", "g", "y"}
+
+
+def test_a_break_in_a_try_runs_its_finally_first() -> None:
+    src = """
+    def main(items):
+        x = f
+        for i in items:
+            try:
+                x = g
+                break
+            finally:
+                x = h
+        x()
+    """
+    # h from the finally; g too, since the break's state is joined with the finally's
+    # end rather than replaced by it (wider than Python, never narrower)
+    assert reaches(src) == {"f", "g", "h"}
+
+
 def test_del_unbinds() -> None:
     src = """
     def main(c):

@@ -3,9 +3,10 @@
 A value-flow analysis over the module summaries, in the spirit of PyCG, but
 flow-sensitive for local names (a read evaluates only the assignments that
 reach it, ``Scope.reaching``, see ``flagtrace.versions``): every variable,
-attribute and call result evaluates to a set of abstract values (``values``: functions, classes, instances, modules, builtins,
-external names), and a call site's callees are what its callee expression
-evaluates to (``calls``). The parts:
+attribute and call result evaluates to a set of abstract values (``values``:
+functions, classes, instances, modules, builtins, external names), and a call
+site's callees are what its callee expression evaluates to (``calls``). The
+parts:
 
 * ``values``   the value domain;
 * ``program``  lookup tables over the summaries;

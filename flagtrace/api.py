@@ -33,6 +33,7 @@ from flagtrace.model import (
 if TYPE_CHECKING:
     from flagtrace.baseline import Baseline
     from flagtrace.callgraph import CallGraph
+    from flagtrace.resolve import ResolvedProgram
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +90,11 @@ def _project(
     summaries = tuple(
         sorted((r.summary for r in results if r.summary is not None), key=lambda s: s.module)
     )
-    found_diagnostics = list(diagnostics)
-    found_diagnostics.extend(r.diagnostic for r in results if r.diagnostic is not None)
     return Project(
         files=tuple(files),
         summaries=summaries,
-        diagnostics=tuple(
-            sorted(found_diagnostics, key=lambda d: (d.path, d.line or 0, d.message))
+        diagnostics=_all_diagnostics(
+            diagnostics, [r.diagnostic for r in results if r.diagnostic is not None]
         ),
         lines=sum(s.lines for s in summaries),
         cache_hits=sum(1 for r in results if r.cached),
@@ -103,18 +102,38 @@ def _project(
     )
 
 
+def _all_diagnostics(
+    found: Sequence[Diagnostic], indexed: Sequence[Diagnostic]
+) -> tuple[Diagnostic, ...]:
+    """Discovery's and indexing's diagnostics, in the order a project lists them."""
+    return tuple(sorted([*found, *indexed], key=lambda d: (d.path, d.line or 0, d.message)))
+
+
 def build_callgraph(project: Project, jedi_budget: float = 0.0) -> CallGraph:
     """Resolve calls and build the graph; with a budget, jedi then settles the
     first unresolved sites it can within that many seconds."""
     # imported here: a run answered from the report cache loads neither networkx nor the resolver
-    from flagtrace.callgraph import CallGraph
-    from flagtrace.resolve import resolve
 
-    with gc_paused():  # see flagtrace.memory: resolution is ~2x faster without the collector
-        graph = CallGraph.build(resolve(project.summaries))
+    graph = graph_of(resolve_project(project))
     if jedi_budget > 0 and graph.unresolved:
         graph, _ = settle_with_jedi(project, graph, graph.unresolved, jedi_budget)
     return graph
+
+
+def resolve_project(project: Project) -> ResolvedProgram:
+    """Resolve every call site of ``project`` (no jedi)."""
+    from flagtrace.resolve import resolve
+
+    with gc_paused():  # see flagtrace.memory: resolution is ~2x faster without the collector
+        return resolve(project.summaries)
+
+
+def graph_of(resolved: ResolvedProgram) -> CallGraph:
+    """The call graph of a resolved program."""
+    from flagtrace.callgraph import CallGraph
+
+    with gc_paused():
+        return CallGraph.build(resolved)
 
 
 def settle_with_jedi(
@@ -316,14 +335,21 @@ def _analyze_reusing(
     if hit is not None and len(hit.files) == len(files):
         return reuse(hit.files, hit.report, 0)
 
+    from flagtrace.program_store import ProgramStore, StoredProgram
+
     named = [os.fspath(p) for p in paths]
     if manifest_root is not None:  # the paths as if under that root, wherever they are now
         named = [os.path.join(manifest_root, os.path.relpath(os.path.abspath(p))) for p in named]
     identity = stored_results.identity(options + "\0" + "\0".join(exclude), named)
     last_run = stored_results.manifest(identity)
+    # the last run on these paths with any options: a new question knows every
+    # unchanged file's summary digest, the key of the stored resolved program
+    programs = ProgramStore(cache)
+    program_identity = programs.identity(named, exclude)
+    last_program = programs.manifest(program_identity)
     states: list[FileState | None] = []
     for source, (_, key) in zip(files, keyed, strict=True):
-        known = last_run.get(key) if key is not None else None
+        known = (last_run.get(key) or last_program.get(key)) if key is not None else None
         if (
             known is not None
             and (known.path, known.module, known.is_package)
@@ -365,11 +391,42 @@ def _analyze_reusing(
         stored_results.put_manifest(identity, file_states)
         return report
 
-    index([i for i in range(len(files)) if i not in fresh])
-    file_states = tuple(s for s in states if s is not None)
-    project = _project(files, [fresh[i] for i in range(len(files))], found.diagnostics, start)
-    report, graph = _whole_program(
-        project, flags, entries, reads, jedi_budget, configured_entries, include_tests, assume
+    program_key = programs.key(file_states)
+    stored = programs.get(program_key)
+    if stored is not None:  # a new question on these summaries: no indexing, no resolution
+        project = Project(
+            files=tuple(files),
+            summaries=stored.summaries,
+            diagnostics=_all_diagnostics(found.diagnostics, stored.diagnostics),
+            # from this run's files: a summary digest leaves out the line count (a
+            # comment appended keeps the digest, and the stored summary's count)
+            lines=sum(f.lines for f in file_states if f.digest is not None),
+            cache_hits=len(files) - len(unknown),
+            seconds=time.perf_counter() - start,
+        )
+        if on_reused is not None:
+            fresh_lines = sum(r.summary.lines for r in fresh.values() if r.summary is not None)
+            on_reused(len(files) - len(unknown), project.lines - fresh_lines)
+        resolved = stored.resolved
+    else:
+        index([i for i in range(len(files)) if i not in fresh])
+        file_states = tuple(s for s in states if s is not None)
+        results = [fresh[i] for i in range(len(files))]
+        project = _project(files, results, found.diagnostics, start)
+        resolved = resolve_project(project)
+        indexed = tuple(r.diagnostic for r in results if r.diagnostic is not None)
+        programs.put(program_key, StoredProgram(resolved, project.summaries, indexed))
+    programs.put_manifest(program_identity, file_states)
+    report, graph = analyze_project(
+        project,
+        graph_of(resolved),
+        flags,
+        entries,
+        reads=reads,
+        jedi_budget=jedi_budget,
+        configured_entries=configured_entries,
+        include_tests=include_tests,
+        assume=assume,
     )
     report = replace(report, seconds=time.perf_counter() - start)
     if graph.jedi_queries == 0:  # jedi answers within a time budget: not reproducible

@@ -78,6 +78,7 @@ PROTOCOL = 5
 _SUFFIX = ".pkl"
 _TEMP_PREFIX = ".tmp-"
 _RESULTS = "results"  # ``flagtrace.results`` keeps whole-run reports here
+_PROGRAMS = "programs"  # ``flagtrace.program_store`` keeps resolved programs here
 
 
 def default_directory() -> Path:
@@ -165,8 +166,12 @@ class _EnumState:
     __slots__ = ("_classes", "_members")
 
     def __init__(self, types: Iterable[type]) -> None:
+        types = list(types)
         enums = [t for t in types if issubclass(t, enum.Enum)]
-        self._classes = [(e, self._type_slots(e), dict(vars(e))) for e in enums]
+        # plain classes (not records): ``BUILD`` on such a class sets class
+        # attributes, as on an enum class (see ``guarded_classes``)
+        classes = enums + [t for t in types if t not in enums and _settable(t)]
+        self._classes = [(c, self._type_slots(c), dict(vars(c))) for c in classes]
         self._members = [(m, type(m), dict(vars(m))) for e in enums for m in e]
 
     @staticmethod
@@ -205,14 +210,29 @@ class _EnumState:
 _ABSENT = object()
 
 
+def _settable(cls: type) -> bool:
+    """Whether ``BUILD`` on ``cls`` itself could set its attributes: a class of
+    ours without ``__setstate__`` (a frozen slotted record has one, and calling
+    it on the class fails). Builtin types refuse new attributes anyway."""
+    if cls.__module__ in ("builtins", "collections", "functools"):
+        return False
+    return getattr(cls, "__setstate__", None) is None
+
+
 class LoadableTypes:
-    """The only globals an entry may name: ``record_types(*modules)``, with a
-    snapshot of their enums (see ``_EnumState``)."""
+    """The only globals an entry may name: ``record_types(*modules)`` and ``extra``
+    (a stored resolved program also names the resolver's plain classes and
+    ``defaultdict``, see ``flagtrace.program_store``), with a snapshot of their
+    enums and of the classes a ``BUILD`` could change (see ``_EnumState``)."""
 
     __slots__ = ("table", "_enums")
 
-    def __init__(self, *modules: ModuleType) -> None:
-        self.table: Mapping[tuple[str, str], type] = record_types(*modules)
+    def __init__(
+        self, *modules: ModuleType, extra: Mapping[tuple[str, str], type] | None = None
+    ) -> None:
+        table = record_types(*modules)
+        table.update(extra or {})
+        self.table: Mapping[tuple[str, str], type] = table
         self._enums = _EnumState(self.table.values())
 
     def restore(self) -> bool:
@@ -289,6 +309,7 @@ class CacheInfo:
     formats: tuple[str, ...]  # ``v1``, ``v2``... directories present
     current_format: str
     reports: int = 0  # whole-run reports stored by ``flagtrace.results`` (each under two keys)
+    programs: int = 0  # resolved programs stored by ``flagtrace.program_store``
 
     def render(self) -> str:
         formats = ", ".join(
@@ -298,6 +319,7 @@ class CacheInfo:
             f"directory: {self.directory}\n"
             f"entries:   {self.entries}\n"
             f"reports:   {self.reports}\n"
+            f"programs:  {self.programs}\n"
             f"size:      {_human(self.size)}\n"
             f"formats:   {formats or 'none'}\n"
         )
@@ -435,33 +457,41 @@ class SummaryCache:
                     size += st.st_size
                     if name.endswith(_SUFFIX) and not name.startswith(_TEMP_PREFIX):
                         entries += 1
-        reports = 0
-        for dirpath, _dirs, names in os.walk(self.directory / _RESULTS):
-            for name in names:
-                try:
-                    size += os.stat(os.path.join(dirpath, name)).st_size
-                except OSError:
-                    continue
-                if name.endswith(_SUFFIX) and not name.startswith(_TEMP_PREFIX):
-                    reports += os.path.basename(dirpath) != "manifests"
+        stored = {_RESULTS: 0, _PROGRAMS: 0}
+        for kind in stored:
+            for dirpath, _dirs, names in os.walk(self.directory / kind):
+                for name in names:
+                    try:
+                        size += os.stat(os.path.join(dirpath, name)).st_size
+                    except OSError:
+                        continue
+                    if name.endswith(_SUFFIX) and not name.startswith(_TEMP_PREFIX):
+                        stored[kind] += os.path.basename(dirpath) != "manifests"
         return CacheInfo(
-            self.directory, entries, size, tuple(p.name for p in formats), self._root.name, reports
+            self.directory,
+            entries,
+            size,
+            tuple(p.name for p in formats),
+            self._root.name,
+            stored[_RESULTS],
+            stored[_PROGRAMS],
         )
 
     def clear(self) -> int:
-        """Delete every entry of every format and the stored reports; returns how
-        many. Other files are left alone."""
+        """Delete every entry of every format, the stored reports and the stored
+        programs; returns how many. Other files are left alone."""
         removed = 0
-        results = self.directory / _RESULTS
-        if results.is_dir():
-            for dirpath, _dirs, names in os.walk(results):
+        for stored in (self.directory / _RESULTS, self.directory / _PROGRAMS):
+            if not stored.is_dir():
+                continue
+            for dirpath, _dirs, names in os.walk(stored):
                 if os.path.basename(dirpath) != "manifests":
                     removed += sum(
                         1 for n in names if n.endswith(_SUFFIX) and not n.startswith(_TEMP_PREFIX)
                     )
-            shutil.rmtree(results, ignore_errors=True)
-            if results.exists():
-                raise OSError(f"cannot remove {results}")
+            shutil.rmtree(stored, ignore_errors=True)
+            if stored.exists():
+                raise OSError(f"cannot remove {stored}")
         for fmt in self._format_dirs():
             for _dirpath, _dirs, names in os.walk(fmt):
                 removed += sum(

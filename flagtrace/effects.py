@@ -250,13 +250,15 @@ class FlagEffects:
         flag = self.flag
         for qn, scope, steps in self._steps():
             in_module = p.module_of.get(qn) == flag.module
-            saved = self.saved_in(scope)
             for step in steps:
                 if isinstance(step, WriteStep) and step.name == flag.name:
                     ours = (step.base is None and in_module) or (
                         step.base is not None and self._alias_is_flag_module(qn, step.base)
                     )
                     if ours and scope.kind is not ScopeKind.MODULE:
+                        # ``saved_in`` only here: most scopes write no flag, and
+                        # computing it for each of them was a third of this walk
+                        saved = self.saved_in(scope)
                         w = Write(qn, step.location, *_classify_write(step, scope, saved))
                         self.writes.setdefault(qn, []).append(w)
                         self._write_step_kind[id(step)] = w

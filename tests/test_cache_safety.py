@@ -37,6 +37,7 @@ from flagtrace.cache import (
     ENCODING,
     MAGIC,
     SUMMARY_TYPES,
+    LoadableTypes,
     SummaryCache,
     encode_entry,
     entry_header,
@@ -47,6 +48,9 @@ from flagtrace.cache import (
 from flagtrace.cli import main
 from flagtrace.discover import discover
 from flagtrace.model import CallKind, GuardKind, Location, ModuleSummary, Resolution
+from flagtrace.program_store import KIND as PROGRAM_KIND
+from flagtrace.program_store import MANIFEST_KIND as PROGRAM_MANIFEST_KIND
+from flagtrace.program_store import program_types
 from flagtrace.results import KIND as REPORT_KIND
 from flagtrace.results import report_types
 from tests.registry import REPO
@@ -374,7 +378,15 @@ def _entries(cache_dir: Path) -> list[Path]:
 
 
 def _kind_of(path: Path, cache_dir: Path) -> str:
+    if (cache_dir / "programs") in path.parents:
+        return PROGRAM_MANIFEST_KIND if path.parent.name == "manifests" else PROGRAM_KIND
     return REPORT_KIND if (cache_dir / "results") in path.parents else "summary"
+
+
+def _types_of(kind: str) -> LoadableTypes:
+    if kind == "summary":
+        return SUMMARY_TYPES
+    return program_types() if kind == PROGRAM_KIND else report_types()
 
 
 def _bad_entries(path: Path, kind: str) -> list[bytes]:
@@ -479,7 +491,7 @@ def test_a_poisoned_cache_is_read_as_misses_and_runs_nothing(
         # every poisoned entry was looked up, found wanting, and rewritten
         for path in poisoned:
             kind = _kind_of(path, cache_dir)
-            types = SUMMARY_TYPES if kind == "summary" else report_types()
+            types = _types_of(kind)
             assert load_entry(kind, path.read_bytes(), types) is not None, path
     _poison(cache_dir, enum_attacks)
     assert run(tree, cache_dir, out) == clean
@@ -506,7 +518,7 @@ def test_truncated_foreign_and_other_version_entries_are_misses_and_rewritten(
     assert run(tree, cache_dir, out) == clean
     for path in entries:
         kind = _kind_of(path, cache_dir)
-        types = SUMMARY_TYPES if kind == "summary" else report_types()
+        types = _types_of(kind)
         assert load_entry(kind, path.read_bytes(), types) is not None, path
     # rewritten: the next run reads every summary from the cache (review keys its files by
     # their paths in the repository, as each side's tree is analysed from its root)
@@ -549,16 +561,23 @@ def test_every_type_in_the_fixtures_cached_summaries_and_reports_is_allowed(
             [str(case), *args, "-o", str(out), "-q", "--jedi-budget", "0"]
             + ["--cache-dir", str(cache_dir)]
         )
-    seen: dict[str, set[tuple[str, str]]] = {"summary": set(), REPORT_KIND: set()}
+    seen: dict[str, set[tuple[str, str]]] = {
+        "summary": set(),
+        REPORT_KIND: set(),
+        PROGRAM_KIND: set(),
+        PROGRAM_MANIFEST_KIND: set(),
+    }
     for path in _entries(cache_dir):
         kind = _kind_of(path, cache_dir)
         blob = path.read_bytes()
-        types = SUMMARY_TYPES if kind == "summary" else report_types()
+        types = _types_of(kind)
         assert load_entry(kind, blob, types) is not None, path
         header = entry_header(kind)
         _Recorder(io.BytesIO(blob[len(header) :]), seen[kind]).load()
     assert seen["summary"] <= set(SUMMARY_TYPES.table)
-    assert seen[REPORT_KIND] <= set(report_types().table)
+    assert seen[REPORT_KIND] | seen[PROGRAM_MANIFEST_KIND] <= set(report_types().table)
+    assert seen[PROGRAM_KIND] <= set(program_types().table)
+    assert ("flagtrace.resolve.rounds", "Resolver") in seen[PROGRAM_KIND]
     # not vacuous: the fixtures exercise summaries, enums, witnesses and manifests
     assert {("flagtrace.model", "ModuleSummary"), ("flagtrace.model", "GuardKind")} <= seen[
         "summary"

@@ -1,0 +1,317 @@
+"""The resolved program on disk: a new question on an unchanged tree skips resolution.
+
+Why: the call graph does not depend on the flag, the entries or the reads, yet
+every new ``--flag``/``--entry``/``--read`` ran resolution of the whole program
+again (about 20-30 s on SGLang 0.5.9). The report cache (``flagtrace.results``)
+cannot help: its keys include the options. So the ``ResolvedProgram`` that
+``resolve`` returns is stored too, keyed by what it depends on and nothing
+else: every file's summary digest (a file that could not be indexed: its
+content key), the indexer's schema, ``FLAGTRACE_MAX_FILE_MB`` and
+``results.analysis_digest()``. A run with new options on a tree whose
+summaries are unchanged loads it and runs only the flag analysis.
+
+What is stored is the program exactly as resolution left it, before any flag
+stage asked it a question: the summaries, the resolver's tables and its last
+round's memos (``ValueQuery`` answers the flag stages' value questions from
+them, and a memo answer cut at a recursive lookup can differ from a fresh
+evaluation, so they are kept to give byte-identical reports). It is stored as
+an object graph, not field by field: fields the resolver gains or loses are
+stored and loaded without a change here; the analysis digest keys on the
+resolver's source, so a layout an older resolver wrote is never read.
+
+Safety: entries are read like the other caches' (``cache.load_entry``): the C
+unpickler, with globals limited to the records and enums of ``flagtrace.model``
+and ``flagtrace.results``, the classes of the ``flagtrace.resolve`` package,
+and ``set``, ``list``, ``dict``, ``defaultdict`` and ``functools.partial``
+(a memo's ``defaultdict(lambda: defaultdict(set))`` is stored as
+``defaultdict(partial(defaultdict, set))``). Loading one runs no code but those
+constructors; ``BUILD`` on one of the plain classes is undone after the load
+and makes the entry a miss, as for the enums. A pickle cannot name a method or
+a function. Anything damaged, foreign, of another format or of another key is
+a miss, reported on stderr in one line, never a traceback.
+
+Layout: ``<cache dir>/programs/v<FORMAT>/<2 hex>/<key>.pkl`` (the newest
+``KEEP`` entries are kept: one is tens of MiB for SGLang) and
+``programs/v<FORMAT>/manifests/<identity>.pkl``: per analysed paths (whatever
+the options), the files of the last run by content key, so that a new
+question knows every unchanged file's summary digest without loading a summary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import pickle
+import pkgutil
+import sys
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache, partial
+from importlib import import_module
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from flagtrace import model, results
+from flagtrace.cache import (
+    _PROGRAMS,
+    PROTOCOL,
+    LoadableTypes,
+    SummaryCache,
+    atomic_write,
+    entry_header,
+    load_entry,
+)
+from flagtrace.cache import (
+    _TEMP_PREFIX as TEMP_PREFIX,
+)
+from flagtrace.memory import gc_paused
+from flagtrace.model import Diagnostic, ModuleSummary
+from flagtrace.resolve import ResolvedProgram
+from flagtrace.results import FileState, analysis_digest
+
+#: The layout and encoding of stored programs (bump when either changes; what the
+#: resolver keeps is covered by the analysis digest instead).
+FORMAT = 1
+MAGIC = "flagtrace-program"
+KIND = "program"
+MANIFEST_KIND = "program manifest"
+DIRECTORY = _PROGRAMS
+#: Stored programs kept per cache directory; the oldest go first.
+KEEP = 4
+
+
+@dataclass(frozen=True, slots=True)
+class StoredProgram:
+    """What a run needs to skip indexing and resolution: the resolved program, the
+    summaries in the order the project lists them, and the indexing diagnostics."""
+
+    resolved: ResolvedProgram
+    summaries: tuple[ModuleSummary, ...]
+    diagnostics: tuple[Diagnostic, ...]
+
+
+class UnstorableProgram(Exception):
+    """The resolver holds something this module does not know how to store."""
+
+
+# --------------------------------------------------------------------------
+# Encoding
+
+
+def _factory(factory: Callable[[], object] | None) -> Callable[[], object] | None:
+    """A picklable stand-in for a ``defaultdict``'s factory: the type it makes, or
+    ``partial(defaultdict, <stand-in>)`` for a factory (a lambda) that makes an
+    empty ``defaultdict``."""
+    if factory is None or factory in (set, list, dict):
+        return factory
+    sample = factory()
+    if type(sample) is defaultdict and not sample:
+        return partial(defaultdict, _factory(sample.default_factory))
+    if type(sample) in (set, list, dict) and not sample:
+        return type(sample)
+    raise UnstorableProgram(f"a defaultdict whose factory makes {type(sample).__name__}")
+
+
+def _reduce_defaultdict(value: defaultdict[Any, Any]) -> tuple[object, ...]:
+    return (defaultdict, (_factory(value.default_factory),), None, None, iter(value.items()))
+
+
+def encode(stored: StoredProgram, key: str, out: BinaryIO) -> None:
+    """Write ``stored`` as an entry of ``key`` to ``out``: ``cache.entry_header``
+    and a protocol-5 pickle whose only non-record globals are the allowed
+    builtins. Written straight to the file: a copy in memory would add the
+    entry's size (tens of MiB on SGLang) to the run's peak."""
+    out.write(entry_header(KIND))
+    pickler = pickle.Pickler(out, protocol=PROTOCOL)
+    table: dict[type, Any] = {defaultdict: _reduce_defaultdict}
+    pickler.dispatch_table = table
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 100_000))  # nested expressions, long chains of values
+    try:
+        with gc_paused():
+            pickler.dump((MAGIC, key, stored))
+    except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as exc:
+        raise UnstorableProgram(str(exc)) from exc
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _resolve_classes() -> dict[tuple[str, str], type]:
+    """Every class defined in the ``flagtrace.resolve`` package (its plain classes
+    too: the resolver, the program tables, the value query), derived from the
+    package, so a class another change adds there loads the day it is added."""
+    import flagtrace.resolve as package
+
+    table: dict[tuple[str, str], type] = {}
+    for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+        module = import_module(info.name)
+        for value in vars(module).values():
+            if isinstance(value, type) and value.__module__ == module.__name__:
+                table[(value.__module__, value.__qualname__)] = value
+    return table
+
+
+@lru_cache(maxsize=1)
+def program_types() -> LoadableTypes:
+    """What a stored program may name: see the module docstring."""
+    extra: dict[tuple[str, str], type] = {
+        ("builtins", "set"): set,
+        ("builtins", "list"): list,
+        ("builtins", "dict"): dict,
+        ("collections", "defaultdict"): defaultdict,
+        ("functools", "partial"): partial,
+        (StoredProgram.__module__, StoredProgram.__qualname__): StoredProgram,
+    }
+    extra.update(_resolve_classes())
+    return LoadableTypes(model, results, extra=extra)
+
+
+# --------------------------------------------------------------------------
+# The store
+
+
+class ProgramStore:
+    """Stored resolved programs next to a ``SummaryCache`` (enabled with it)."""
+
+    def __init__(self, summaries: SummaryCache, warn: Callable[[str], None] | None = None) -> None:
+        self.summaries = summaries
+        self.enabled = summaries.enabled
+        self.root = summaries.directory / DIRECTORY / f"v{FORMAT}"
+        self._warn = warn if warn is not None else _warn_stderr
+
+    def key(self, files: Iterable[FileState]) -> str:
+        """Everything a resolved program depends on (see the module docstring)."""
+        h = hashlib.sha256()
+        parts = [f"{f.path}\0{f.module}\0{f.is_package}\0{f.summary_part}" for f in files]
+        for text in (
+            KIND,
+            analysis_digest(),
+            self.summaries.schema,
+            os.environ.get("FLAGTRACE_MAX_FILE_MB", ""),
+            *parts,
+        ):
+            h.update(text.encode("utf-8", "surrogateescape"))
+            h.update(b"\0")
+        return h.hexdigest()
+
+    def identity(self, paths: Sequence[str], exclude: Sequence[str]) -> str:
+        h = hashlib.sha256(b"program manifest")
+        for text in (*(os.path.abspath(p) for p in paths), "\0exclude", *exclude):
+            h.update(b"\0" + text.encode("utf-8", "surrogateescape"))
+        return h.hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.pkl"
+
+    def _manifest_path(self, identity: str) -> Path:
+        return self.root / "manifests" / f"{identity}.pkl"
+
+    # ------------------------------------------------------------ programs
+
+    def get(self, key: str) -> StoredProgram | None:
+        """The program stored under ``key``, or None: absent, or a miss reported on
+        stderr in one line (damaged, foreign, another key)."""
+        if not self.enabled:
+            return None
+        path = self._path(key)
+        try:
+            with open(path, "rb") as fh:
+                blob = fh.read()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self._warn(f"stored program {path} not read ({exc.strerror}); resolving again")
+            return None
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 100_000))
+        try:
+            with gc_paused():
+                entry = load_entry(KIND, blob, program_types())
+        finally:
+            sys.setrecursionlimit(limit)
+        if not (
+            isinstance(entry, tuple)
+            and len(entry) == 3
+            and entry[:2] == (MAGIC, key)
+            and isinstance(entry[2], StoredProgram)
+            and isinstance(entry[2].resolved, ResolvedProgram)
+        ):
+            self._warn(
+                f"stored program {path} is damaged or not flagtrace's; ignored, resolving again"
+            )
+            return None
+        return entry[2]
+
+    def put(self, key: str, stored: StoredProgram) -> bool:
+        """Store ``stored`` under ``key`` (atomically); False if it could not be
+        stored, with one line on stderr if the resolver holds something unknown."""
+        if not self.enabled:
+            return False
+        target = self._path(key)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".pkl", dir=target.parent)
+        except OSError:
+            return False
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                encode(stored, key, fh)
+            os.replace(temp, target)
+        except (OSError, UnstorableProgram) as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            if isinstance(exc, UnstorableProgram):
+                self._warn(f"resolved program not stored ({exc})")
+            return False
+        self._prune()
+        return True
+
+    # ----------------------------------------------------------- manifests
+
+    def manifest(self, identity: str) -> dict[str, FileState]:
+        """The files of the last run on these paths, by content key."""
+        if not self.enabled:
+            return {}
+        try:
+            with open(self._manifest_path(identity), "rb") as fh:
+                blob = fh.read()
+        except OSError:
+            return {}
+        entry = load_entry(MANIFEST_KIND, blob, results.report_types())
+        if not (
+            isinstance(entry, tuple)
+            and len(entry) == 3
+            and entry[:2] == (MAGIC, identity)
+            and isinstance(entry[2], tuple)
+        ):
+            return {}
+        return {f.content_key: f for f in entry[2] if isinstance(f, FileState) and f.content_key}
+
+    def put_manifest(self, identity: str, files: tuple[FileState, ...]) -> None:
+        if self.enabled:
+            blob = entry_header(MANIFEST_KIND) + pickle.dumps(
+                (MAGIC, identity, files), protocol=PROTOCOL
+            )
+            atomic_write(self._manifest_path(identity), blob)
+
+    def _prune(self) -> None:
+        """Keep the newest ``KEEP`` programs (manifests are one per set of paths)."""
+        try:
+            entries = list(self.root.glob("??/*.pkl"))
+            if len(entries) <= KEEP:
+                return
+            entries.sort(key=lambda p: p.stat().st_mtime)
+        except OSError:
+            return
+        for path in entries[: len(entries) - KEEP]:
+            try:
+                path.unlink()
+            except OSError:
+                pass
+
+
+def _warn_stderr(message: str) -> None:
+    print(f"flagtrace: warning: {message}", file=sys.stderr, flush=True)

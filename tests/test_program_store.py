@@ -1,0 +1,374 @@
+"""Stored resolved programs (``flagtrace.program_store``): a new question on an unchanged
+tree skips indexing and resolution and answers exactly what a cold run answers; an edit,
+another analysis digest, or a damaged or foreign entry means resolving again."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flagtrace import api
+from flagtrace import program_store as store_module
+from flagtrace.cache import SummaryCache, encode_entry, entry_header, load_entry
+from flagtrace.cli import main
+from flagtrace.program_store import KIND, program_types
+from flagtrace.resolve import ResolvedProgram
+from tests.regen_goldens import CASES, Case, case_roots, normalise
+from tests.registry import REPO
+from tests.test_cache_safety import _short, payloads
+
+STORY = REPO / "fixtures" / "flags" / "sglang_story"
+VERIFY = ["--entry", "pkg.speculative.eagle_worker.EAGLEWorker.verify"]
+FIRST = ["--flag", "_in_piecewise_cuda_graph", *VERIFY, "--jedi-budget", "0"]
+#: a new question: the same flag, another entry point
+DECODE = "pkg.model_executor.model_runner.ModelRunner.forward_decode"
+SECOND = ["--flag", "_in_piecewise_cuda_graph", "--entry", DECODE, "--jedi-budget", "0"]
+
+
+class Resolutions:
+    """Counts the resolutions ``analyze`` runs (wraps ``api.resolve_project``)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        real = api.resolve_project
+
+        def counting(project: api.Project) -> ResolvedProgram:
+            self.count += 1
+            return real(project)
+
+        monkeypatch.setattr(api, "resolve_project", counting)
+
+
+@pytest.fixture
+def resolutions(monkeypatch: pytest.MonkeyPatch) -> Resolutions:
+    return Resolutions(monkeypatch)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    shutil.copytree(STORY / "pkg", tmp_path / "src" / "pkg")
+    return tmp_path / "src"
+
+
+def check(tree: Path, args: list[str], cache: Path | None, out: Path) -> tuple[int, str]:
+    """``flagtrace check . ARGS --format json`` in ``tree``: exit code, report (no time)."""
+    here = os.getcwd()
+    os.chdir(tree)
+    try:
+        cache_args = ["--cache-dir", str(cache)] if cache is not None else ["--no-cache"]
+        code = main(["check", ".", *args, "--format", "json", "-q", "-o", str(out), *cache_args])
+    finally:
+        os.chdir(here)
+    return code, normalise(out.read_text(encoding="utf-8"))
+
+
+def stored_entries(cache: Path) -> list[Path]:
+    return sorted((cache / "programs").glob("v*/??/*.pkl"))
+
+
+# --------------------------------------------------------------------------
+# A new question reuses the program and answers as a cold run does
+
+
+def test_a_new_question_skips_resolution_and_matches_a_cold_run(
+    tree: Path, tmp_path: Path, resolutions: Resolutions
+) -> None:
+    cache, out = tmp_path / "cache", tmp_path / "out.json"
+    check(tree, FIRST, cache, out)
+    assert resolutions.count == 1 and len(stored_entries(cache)) == 1
+    code, report = check(tree, SECOND, cache, out)
+    assert resolutions.count == 1  # the second question resolved nothing
+    assert (code, report) == check(tree, SECOND, None, tmp_path / "cold.json")
+    assert [e["entry"] for e in json.loads(report)["flags"][0]["entries"]] == [DECODE]
+
+
+def test_a_new_question_indexes_nothing(tree: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    api.analyze([str(tree)], ["_in_piecewise_cuda_graph"], cache=SummaryCache(cache), jobs=1)
+    indexed: list[object] = []
+    reused: list[tuple[int, int]] = []
+    report = api.analyze(
+        [str(tree)],
+        ["_in_piecewise_cuda_graph"],
+        [DECODE],
+        cache=SummaryCache(cache),
+        jobs=1,
+        on_result=indexed.append,
+        on_reused=lambda files, lines: reused.append((files, lines)),
+    )
+    files = len(list(tree.rglob("*.py")))
+    assert indexed == [] and reused == [(files, report.lines)]
+
+
+@pytest.mark.parametrize("name", [root.name for root in case_roots()])
+def test_every_flag_fixture_answered_from_a_stored_program_matches_its_golden(
+    name: str, tmp_path: Path, resolutions: Resolutions
+) -> None:
+    """Another question first (the same one with ``--include-tests`` toggled: other
+    options, the same program), then the case's own: no resolution, the golden."""
+    case = Case.load(CASES / name)
+    other = [a for a in case.args if a != "--include-tests"]
+    if other == list(case.args):
+        other.append("--include-tests")
+    cache = tmp_path / "cache"
+    env_cache = ["--cache-dir", str(cache)]
+    here = os.getcwd()
+    os.chdir(case.root)
+    try:
+        main(
+            [case.subcommand, ".", *other, "--format", "json", "-q", *env_cache, "-o", "/dev/null"]
+        )
+        before = resolutions.count
+        code = main(
+            [case.subcommand, ".", *case.args, "--format", "json", "-q", *env_cache]
+            + ["-o", str(tmp_path / "out.json")]
+        )
+    finally:
+        os.chdir(here)
+    assert resolutions.count == before, "the stored program was not used"
+    assert code == case.exit_code
+    golden = case.golden.read_text(encoding="utf-8")
+    assert normalise((tmp_path / "out.json").read_text(encoding="utf-8")) == golden
+
+
+# --------------------------------------------------------------------------
+# What invalidates a stored program
+
+
+def test_an_edit_invalidates_the_stored_program(
+    tree: Path, tmp_path: Path, resolutions: Resolutions
+) -> None:
+    cache, out = tmp_path / "cache", tmp_path / "out.json"
+    check(tree, FIRST, cache, out)
+    setter = tree / "pkg" / "compilation" / "piecewise_context_manager.py"
+    with setter.open("a", encoding="utf-8") as fh:
+        fh.write("\n\ndef added_by_the_test():\n    return 1\n")
+    result = check(tree, SECOND, cache, out)
+    assert resolutions.count == 2
+    assert result == check(tree, SECOND, None, tmp_path / "cold.json")
+    assert len(stored_entries(cache)) == 2  # the edited program is stored beside the old one
+
+
+def test_a_comment_keeps_the_stored_program(
+    tree: Path, tmp_path: Path, resolutions: Resolutions
+) -> None:
+    cache, out = tmp_path / "cache", tmp_path / "out.json"
+    check(tree, FIRST, cache, out)
+    with (tree / "pkg" / "__init__.py").open("a", encoding="utf-8") as fh:
+        fh.write("\n# a comment changes no summary\n")
+    result = check(tree, SECOND, cache, out)
+    assert resolutions.count == 1
+    assert result == check(tree, SECOND, None, tmp_path / "cold.json")
+
+
+def test_another_analysis_digest_invalidates_the_stored_program(
+    tree: Path, tmp_path: Path, resolutions: Resolutions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache, out = tmp_path / "cache", tmp_path / "out.json"
+    check(tree, FIRST, cache, out)
+    monkeypatch.setattr(store_module, "analysis_digest", lambda: "an edited resolver")
+    result = check(tree, SECOND, cache, out)
+    assert resolutions.count == 2
+    assert result == check(tree, SECOND, None, tmp_path / "cold.json")
+
+
+def test_another_format_is_another_directory(tree: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    check(tree, FIRST, cache, tmp_path / "out.json")
+    assert [p.relative_to(cache).parts[:2] for p in stored_entries(cache)] == [
+        ("programs", f"v{store_module.FORMAT}")
+    ]
+
+
+# --------------------------------------------------------------------------
+# Damaged, foreign and hostile entries
+
+
+def _damaged(real: bytes, key: str, markers: Path) -> dict[str, bytes]:
+    header = entry_header(KIND)
+    pickled = real[len(header) :]
+    hostile = payloads(markers)
+    return {
+        "truncated": real[: len(real) // 2],
+        "empty": b"",
+        "no header (a plain pickle)": pickled,
+        "a report's header": entry_header("report") + pickled,
+        "another key": real.replace(key.encode(), ("0" * len(key)).encode(), 1),
+        "not a program": encode_entry(KIND, ("flagtrace-program", key, "a string")),
+        "os.system": header + hostile["os.system"],
+        "builtins.exec": header + hostile["builtins.exec"],
+    }
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "truncated",
+        "empty",
+        "no header (a plain pickle)",
+        "a report's header",
+        "another key",
+        "not a program",
+        "os.system",
+        "builtins.exec",
+    ],
+)
+def test_a_damaged_or_foreign_program_is_ignored_with_one_line(
+    damage: str,
+    tree: Path,
+    tmp_path: Path,
+    resolutions: Resolutions,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cache, out = tmp_path / "cache", tmp_path / "out.json"
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    check(tree, FIRST, cache, out)
+    (entry,) = stored_entries(cache)
+    entry.write_bytes(_damaged(entry.read_bytes(), entry.stem, markers)[damage])
+    capsys.readouterr()
+    result = check(tree, SECOND, cache, out)
+    err = capsys.readouterr().err
+    assert resolutions.count == 2
+    assert result == check(tree, SECOND, None, tmp_path / "cold.json")
+    lines = err.strip().splitlines()
+    if damage != "empty" or lines:
+        assert lines == [
+            f"flagtrace: warning: stored program {entry} is damaged or not flagtrace's; "
+            "ignored, resolving again"
+        ]
+    assert "Traceback" not in err
+    assert list(markers.iterdir()) == []
+    # rewritten: the entry loads again
+    assert load_entry(KIND, entry.read_bytes(), program_types()) is not None
+
+
+def _build_on_class(module: str, name: str, attribute: str) -> bytes:
+    """A pickle that sets ``attribute`` on the class ``module.name`` (BUILD's slot state)."""
+    return (
+        pickle.PROTO
+        + b"\x02c"
+        + f"{module}\n{name}\n".encode()
+        + pickle.NONE
+        + pickle.EMPTY_DICT
+        + _short(attribute)
+        + pickle.NONE
+        + pickle.SETITEM
+        + pickle.TUPLE2
+        + pickle.BUILD
+        + pickle.STOP
+    )
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        ("flagtrace.resolve.rounds", "Resolver"),
+        ("flagtrace.resolve.program", "Program"),
+        ("flagtrace.resolve.state", "RoundMemo"),
+    ],
+)
+def test_a_pickle_that_rewrites_a_resolver_class_is_a_miss_and_the_class_is_put_back(
+    module: str, name: str
+) -> None:
+    """``BUILD`` on a plain class (no ``__setstate__``) sets class attributes for the
+    whole process; the load undoes it and makes the entry a miss."""
+    cls = program_types().table[(module, name)]
+    before = dict(vars(cls))
+    attack = _build_on_class(module, name, "resolve_site")
+    # the attack is real: a plain unpickler lets BUILD rewrite the class
+    plain = pickle.Unpickler(io.BytesIO(attack)).load()
+    assert plain is cls and vars(cls)["resolve_site"] is None
+    type.__delattr__(cls, "resolve_site")
+    assert load_entry(KIND, entry_header(KIND) + attack, program_types()) is None
+    assert dict(vars(cls)) == before
+
+
+def test_every_global_of_a_stored_program_is_allowed(tree: Path, tmp_path: Path) -> None:
+    seen: set[tuple[str, str]] = set()
+
+    class Recorder(pickle.Unpickler):
+        def find_class(self, module_name: str, global_name: str, /) -> object:
+            seen.add((module_name, global_name))
+            return super().find_class(module_name, global_name)
+
+    cache = tmp_path / "cache"
+    check(tree, FIRST, cache, tmp_path / "out.json")
+    (entry,) = stored_entries(cache)
+    blob = entry.read_bytes()
+    Recorder(io.BytesIO(blob[len(entry_header(KIND)) :])).load()
+    assert seen <= set(program_types().table)
+    assert {
+        ("collections", "defaultdict"),
+        ("flagtrace.resolve.rounds", "Resolver"),
+        ("flagtrace.model", "Scope"),
+    } <= seen
+
+
+def test_cache_info_counts_programs_and_clear_removes_them(
+    tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = tmp_path / "cache"
+    check(tree, FIRST, cache, tmp_path / "out.json")
+    capsys.readouterr()
+    assert main(["cache", "info", "--cache-dir", str(cache)]) == 0
+    assert "programs:  1" in capsys.readouterr().out
+    assert main(["cache", "clear", "--cache-dir", str(cache)]) == 0
+    assert not (cache / "programs").exists()
+
+
+def test_only_the_newest_programs_are_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "KEEP", 2)
+    cache = tmp_path / "cache"
+    trees = []
+    for i in range(3):
+        root = tmp_path / f"src{i}"
+        shutil.copytree(STORY / "pkg", root / "pkg")
+        (root / "pkg" / "extra.py").write_text(f"def f{i}():\n    return {i}\n")
+        trees.append(root)
+        check(root, FIRST, cache, tmp_path / "out.json")
+    assert len(stored_entries(cache)) == 2
+
+
+# --------------------------------------------------------------------------
+# SGLang: the benchmark's new question, byte for byte
+
+
+@pytest.mark.slow
+def test_sglang_new_question_matches_a_cold_run(tmp_path: Path) -> None:
+    from tests.registry import download
+
+    root = download("sglang==0.5.9") / "sglang"
+    entry = "sglang.srt.speculative.eagle_worker.EAGLEWorker.verify"
+    second = "sglang.srt.compilation.piecewise_context_manager._forward_context"
+    cache = tmp_path / "cache"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+
+    def run(flag: str, *cache_args: str) -> tuple[int, str, str]:
+        out = tmp_path / "out.json"
+        done = subprocess.run(
+            [sys.executable, "-m", "flagtrace", "check", str(root), "--flag", flag]
+            + ["--entry", entry, "--format", "json", "-o", str(out), *cache_args],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return done.returncode, normalise(out.read_text(encoding="utf-8")), done.stderr
+
+    run("_in_piecewise_cuda_graph", "--cache-dir", str(cache))
+    assert len(stored_entries(cache)) == 1
+    code, reused, err = run(second, "--cache-dir", str(cache))
+    counts = re.search(r"([\d,]+) files \(([\d,]+) cached\)", err)
+    assert counts is not None and counts.group(1) == counts.group(2), err
+    cold_code, cold, _ = run(second, "--no-cache")
+    assert (code, reused) == (cold_code, cold)

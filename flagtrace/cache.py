@@ -48,6 +48,7 @@ them). It can no longer run code in the process that reads it.
 
 from __future__ import annotations
 
+import copyreg
 import dataclasses
 import enum
 import hashlib
@@ -171,6 +172,10 @@ class _EnumState:
         # plain classes (not records): ``BUILD`` on such a class sets class
         # attributes, as on an enum class (see ``guarded_classes``)
         classes = enums + [t for t in types if t not in enums and _settable(t)]
+        for cls in classes:
+            # pickling an instance of a slotted class caches its slot names in the
+            # class (``__slotnames__``): cached now, a later dump changes nothing
+            copyreg._slotnames(cls)  # type: ignore[attr-defined]
         self._classes = [(c, self._type_slots(c), dict(vars(c))) for c in classes]
         self._members = [(m, type(m), dict(vars(m))) for e in enums for m in e]
 
@@ -214,7 +219,7 @@ def _settable(cls: type) -> bool:
     """Whether ``BUILD`` on ``cls`` itself could set its attributes: a class of
     ours without ``__setstate__`` (a frozen slotted record has one, and calling
     it on the class fails). Builtin types refuse new attributes anyway."""
-    if cls.__module__ in ("builtins", "collections", "functools"):
+    if cls.__module__ in ("builtins", "collections", "functools", "operator"):
         return False
     return getattr(cls, "__setstate__", None) is None
 

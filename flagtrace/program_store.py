@@ -22,9 +22,10 @@ resolver's source, so a layout an older resolver wrote is never read.
 Safety: entries are read like the other caches' (``cache.load_entry``): the C
 unpickler, with globals limited to the records and enums of ``flagtrace.model``
 and ``flagtrace.results``, the classes of the ``flagtrace.resolve`` package,
-and ``set``, ``list``, ``dict``, ``defaultdict`` and ``functools.partial``
-(a memo's ``defaultdict(lambda: defaultdict(set))`` is stored as
-``defaultdict(partial(defaultdict, set))``). Loading one runs no code but those
+and ``set``, ``list``, ``dict``, ``defaultdict``, ``functools.partial`` (a
+memo's ``defaultdict(lambda: defaultdict(set))`` is stored as
+``defaultdict(partial(defaultdict, set))``) and ``operator.itemgetter`` (see
+``_Interning``). Loading one runs no code but those
 constructors; ``BUILD`` on one of the plain classes is undone after the load
 and makes the entry a miss, as for the enums. A pickle cannot name a method or
 a function. Anything damaged, foreign, of another format or of another key is
@@ -40,6 +41,7 @@ question knows every unchanged file's summary digest without loading a summary.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import pickle
@@ -51,6 +53,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from importlib import import_module
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -119,6 +122,47 @@ def _reduce_defaultdict(value: defaultdict[Any, Any]) -> tuple[object, ...]:
     return (defaultdict, (_factory(value.default_factory),), None, None, iter(value.items()))
 
 
+_FIRST = itemgetter(0)
+
+
+class _Interning:
+    """Equal records pickled once: the first as itself, every later equal one as a
+    reference to it (``itemgetter(0)((first,))``, a C call at load time).
+
+    Why: loading is most of a new question's time, and most of loading is
+    constructing records (about a microsecond each, a Python ``__init__``). Of
+    SGLang 0.5.9's 2.5M records, 1.1M are distinct: ``NameExpr("self")``,
+    ``CallStep(0)``, the same ``Callee`` at many sites. Records are frozen
+    values, so one object serves for all. (Two memos key statements by ``id``:
+    ``FlagEffects`` its writes, ``checks`` their effects. The steps carry their
+    location, so equal ones are the same statement anyway.)
+    """
+
+    __slots__ = ("_seen",)
+
+    def __init__(self) -> None:
+        self._seen: dict[object, object] = {}
+
+    def reduce(self, obj: object) -> object:
+        first = self._seen.setdefault(obj, obj)
+        if first is obj:
+            return obj.__reduce_ex__(PROTOCOL)
+        return (_FIRST, ((first,),))
+
+
+@lru_cache(maxsize=1)
+def _internable() -> tuple[type, ...]:
+    """The loadable records whose fields hold no tuple: hashing one (to find its
+    equal) stays cheap, where hashing a ``Scope`` would hash everything in it."""
+    out = []
+    for cls in program_types().table.values():
+        if dataclasses.is_dataclass(cls) and getattr(cls, "__setstate__", None) is not None:
+            types = " ".join(str(f.type) for f in dataclasses.fields(cls))
+            if not any(c in types for c in ("tuple", "list", "dict", "set", "Mapping")):
+                out.append(cls)
+    return tuple(out)
+
+
 def encode(stored: StoredProgram, key: str, out: BinaryIO) -> None:
     """Write ``stored`` as an entry of ``key`` to ``out``: ``cache.entry_header``
     and a protocol-5 pickle whose only non-record globals are the allowed
@@ -127,6 +171,8 @@ def encode(stored: StoredProgram, key: str, out: BinaryIO) -> None:
     out.write(entry_header(KIND))
     pickler = pickle.Pickler(out, protocol=PROTOCOL)
     table: dict[type, Any] = {defaultdict: _reduce_defaultdict}
+    same = _Interning()
+    table.update(dict.fromkeys(_internable(), same.reduce))
     pickler.dispatch_table = table
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 100_000))  # nested expressions, long chains of values
@@ -163,6 +209,7 @@ def program_types() -> LoadableTypes:
         ("builtins", "dict"): dict,
         ("collections", "defaultdict"): defaultdict,
         ("functools", "partial"): partial,
+        ("operator", "itemgetter"): itemgetter,  # see _Interning
         (StoredProgram.__module__, StoredProgram.__qualname__): StoredProgram,
     }
     extra.update(_resolve_classes())

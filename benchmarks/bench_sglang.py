@@ -857,8 +857,9 @@ def report(results: Sequence[VersionResult], repeat: int) -> None:
                     print(f"    {e}")
         if r.cold_per_line:
             print(f"  cold time per 1,000 lines: {r.cold_per_line * 1000 * 1000:.1f} ms")
-        reused = r.ratio("new question", "edited")
-        if reused is not None:
+        question, edited = r.runs.get("new question"), r.runs.get("edited")
+        if question and edited and question.seconds is not None and edited.seconds:
+            reused = question.seconds / edited.seconds
             print(
                 f"  new question / edited: {reused:.2f} (the stored program loaded, against"
                 " resolving one edited file's program again)"

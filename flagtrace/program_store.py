@@ -26,8 +26,10 @@ and ``set``, ``list``, ``dict``, ``defaultdict``, ``functools.partial`` (a
 memo's ``defaultdict(lambda: defaultdict(set))`` is stored as
 ``defaultdict(partial(defaultdict, set))``) and ``operator.itemgetter`` (see
 ``_Interning``). Loading one runs no code but those
-constructors; ``BUILD`` on one of the plain classes is undone after the load
-and makes the entry a miss, as for the enums. A pickle cannot name a method or
+constructors (so a class added to ``flagtrace.resolve``, loadable from then
+on, must not do more than build data in ``__init__``); ``BUILD`` on one of the
+plain classes is undone after the load and makes the entry a miss, as for the
+enums. A pickle cannot name a method or
 a function. Anything damaged, foreign, of another format or of another key is
 a miss, reported on stderr in one line, never a traceback.
 

@@ -112,7 +112,15 @@ def main(argv: list[str] | None = None) -> int:
         "--verbose", "-v", action="store_true", help="print every violation with its program"
     )
     ap.add_argument("--json", type=Path, help="write every outcome here")
+    ap.add_argument(
+        "--sticky-anywhere",
+        action="store_true",
+        help="analyse as if no program root were known (the verdicts before roots scoped "
+        "sticky writes): the 'before' figure on the same programs",
+    )
     args = ap.parse_args(argv)
+    if args.sticky_anywhere:
+        os.environ["FLAGTRACE_SOUNDNESS_STICKY_ANYWHERE"] = "1"  # read by the worker processes
     exclude = frozenset(x for x in args.exclude.split(",") if x)
     unknown = exclude - set(EXCLUDABLE)
     if unknown:

@@ -29,6 +29,7 @@ from flagtrace.model import (
     SourceFile,
     UnresolvedCall,
 )
+from flagtrace.scripts import Script, read_scripts
 
 if TYPE_CHECKING:
     from flagtrace.baseline import Baseline
@@ -46,6 +47,8 @@ class Project:
     lines: int
     cache_hits: int
     seconds: float
+    #: console scripts declared inside the paths: (function, where), ``flagtrace.scripts``
+    scripts: tuple[tuple[str, str], ...] = ()
 
 
 def default_jobs() -> int:
@@ -78,7 +81,10 @@ def load_project(
         on_result=on_result,
         cache=cache,
     )
-    return _project(found.files, results, found.diagnostics, start)
+    scripts = read_scripts(found.packaging)
+    return _project(
+        found.files, results, (*found.diagnostics, *scripts.diagnostics), start, scripts.scripts
+    )
 
 
 def _project(
@@ -86,6 +92,7 @@ def _project(
     results: Sequence[IndexResult],
     diagnostics: Sequence[Diagnostic],
     start: float,
+    scripts: Sequence[Script] = (),
 ) -> Project:
     summaries = tuple(
         sorted((r.summary for r in results if r.summary is not None), key=lambda s: s.module)
@@ -99,6 +106,7 @@ def _project(
         lines=sum(s.lines for s in summaries),
         cache_hits=sum(1 for r in results if r.cached),
         seconds=time.perf_counter() - start,
+        scripts=tuple((s.qualname, s.declared) for s in scripts),
     )
 
 
@@ -173,6 +181,16 @@ def callgraph_pycg(paths: Sequence[str], jobs: int = 1) -> dict[str, list[str]]:
     return pycg(build_callgraph(project))
 
 
+@dataclass(frozen=True, slots=True)
+class ProgramOptions:
+    """How sticky writes are scoped and which writes count (``flagtrace.programs``,
+    ``flagtrace.setby``): configured roots, ``--set-by`` setters, ``--sticky-anywhere``."""
+
+    roots: tuple[str, ...] = ()
+    set_by: tuple[str, ...] = ()
+    sticky_anywhere: bool = False
+
+
 class AnalysisError(Exception):
     """A usage problem found while analysing (unknown flag or entry): exit code 2."""
 
@@ -195,8 +213,16 @@ def analyze(
     follow_external_symlinks: bool = False,
     manifest_root: str | None = None,
     assume: Sequence[str] = (),
+    roots: Sequence[str] = (),
+    set_by: Sequence[str] = (),
+    sticky_anywhere: bool = False,
 ) -> AnalysisReport:
     """Analyse ``flags`` in the code under ``paths`` (under the ``assume`` facts).
+
+    ``roots`` adds program roots to the ``__main__`` modules and console scripts found
+    (``flagtrace.programs``); ``sticky_anywhere`` ignores them all (a sticky write
+    anywhere may run before any entry); ``set_by`` restricts the verdicts to the values
+    those setters write (``flagtrace.setby``).
 
     Flags or entries that name nothing become errors in the report (the other
     flags are still analysed); bad files become errors too. With an enabled
@@ -211,6 +237,7 @@ def analyze(
     left behind by every review.
     """
     start = time.perf_counter()
+    program = ProgramOptions(tuple(roots), tuple(set_by), sticky_anywhere)
     if cache is not None and cache.enabled:
         return _analyze_reusing(
             paths,
@@ -230,6 +257,7 @@ def analyze(
             follow_external_symlinks=follow_external_symlinks,
             manifest_root=manifest_root,
             assume=assume,
+            program=program,
         )
     project = load_project(
         paths,
@@ -241,7 +269,15 @@ def analyze(
         follow_external_symlinks=follow_external_symlinks,
     )
     report, _ = _whole_program(
-        project, flags, entries, reads, jedi_budget, configured_entries, include_tests, assume
+        project,
+        flags,
+        entries,
+        reads,
+        jedi_budget,
+        configured_entries,
+        include_tests,
+        assume,
+        program,
     )
     return replace(report, seconds=time.perf_counter() - start)
 
@@ -255,9 +291,11 @@ def _whole_program(
     configured_entries: Sequence[str],
     include_tests: bool = False,
     assume: Sequence[str] = (),
+    program: ProgramOptions | None = None,
 ) -> tuple[AnalysisReport, CallGraph]:
     """Resolve, build the graph and analyse the flags of an indexed project."""
     graph = build_callgraph(project)
+    program = program or ProgramOptions()
     report, graph = analyze_project(
         project,
         graph,
@@ -268,6 +306,9 @@ def _whole_program(
         configured_entries=configured_entries,
         include_tests=include_tests,
         assume=assume,
+        roots=program.roots,
+        set_by=program.set_by,
+        sticky_anywhere=program.sticky_anywhere,
     )
     return report, graph
 
@@ -291,6 +332,7 @@ def _analyze_reusing(
     follow_external_symlinks: bool = False,
     manifest_root: str | None = None,
     assume: Sequence[str] = (),
+    program: ProgramOptions | None = None,
 ) -> AnalysisReport:
     """``analyze`` through the stored reports of ``flagtrace.results``: the exact
     key first (files read and hashed, nothing parsed), then the summary key
@@ -306,6 +348,8 @@ def _analyze_reusing(
     if on_start is not None:
         on_start(len(files))
     keyed = read_keyed(files, cache)
+    program = program or ProgramOptions()
+    scripts = read_scripts(found.packaging)  # part of the key: a new script is a new root
     options = options_text(
         flags=list(flags),
         entries=list(entries),
@@ -314,6 +358,11 @@ def _analyze_reusing(
         jedi_budget=jedi_budget,
         include_tests=include_tests,
         assume=list(assume),
+        roots=list(program.roots),
+        set_by=list(program.set_by),
+        sticky_anywhere=program.sticky_anywhere,
+        scripts=[[s.qualname, s.declared] for s in scripts.scripts],
+        script_errors=[d.message for d in scripts.diagnostics],
     )
 
     def reuse(
@@ -328,7 +377,9 @@ def _analyze_reusing(
         return replace(report, lines=lines, seconds=time.perf_counter() - start)
 
     exact = stored_results.exact_key(
-        options, zip(files, (key for _, key in keyed), strict=True), found.diagnostics
+        options,
+        zip(files, (key for _, key in keyed), strict=True),
+        (*found.diagnostics, *scripts.diagnostics),
     )
     fresh: dict[int, IndexResult] = {}
     hit = stored_results.get(exact)
@@ -383,7 +434,9 @@ def _analyze_reusing(
 
     index(unknown)
     file_states = tuple(s for s in states if s is not None)
-    by_summaries = stored_results.summary_key(options, file_states, found.diagnostics)
+    by_summaries = stored_results.summary_key(
+        options, file_states, (*found.diagnostics, *scripts.diagnostics)
+    )
     hit = stored_results.get(by_summaries)
     if hit is not None and len(hit.files) == len(files):
         report = reuse(file_states, hit.report, len(unknown))
@@ -397,12 +450,15 @@ def _analyze_reusing(
         project = Project(
             files=tuple(files),
             summaries=stored.summaries,
-            diagnostics=_all_diagnostics(found.diagnostics, stored.diagnostics),
+            diagnostics=_all_diagnostics(
+                (*found.diagnostics, *scripts.diagnostics), stored.diagnostics
+            ),
             # from this run's files: a summary digest leaves out the line count (a
             # comment appended keeps the digest, and the stored summary's count)
             lines=sum(f.lines for f in file_states if f.digest is not None),
             cache_hits=len(files) - len(unknown),
             seconds=time.perf_counter() - start,
+            scripts=tuple((s.qualname, s.declared) for s in scripts.scripts),
         )
         if on_reused is not None:
             fresh_lines = sum(r.summary.lines for r in fresh.values() if r.summary is not None)
@@ -412,7 +468,9 @@ def _analyze_reusing(
         index([i for i in range(len(files)) if i not in fresh])
         file_states = tuple(s for s in states if s is not None)
         results = [fresh[i] for i in range(len(files))]
-        project = _project(files, results, found.diagnostics, start)
+        project = _project(
+            files, results, (*found.diagnostics, *scripts.diagnostics), start, scripts.scripts
+        )
         resolved = resolve_project(project)
         indexed = tuple(r.diagnostic for r in results if r.diagnostic is not None)
         programs.put(program_key, StoredProgram(resolved, project.summaries, indexed))
@@ -427,6 +485,9 @@ def _analyze_reusing(
         configured_entries=configured_entries,
         include_tests=include_tests,
         assume=assume,
+        roots=program.roots,
+        set_by=program.set_by,
+        sticky_anywhere=program.sticky_anywhere,
     )
     report = replace(report, seconds=time.perf_counter() - start)
     if graph.jedi_queries == 0:  # jedi answers within a time budget: not reproducible
@@ -446,6 +507,9 @@ def analyze_project(
     configured_entries: Sequence[str] = (),
     include_tests: bool = False,
     assume: Sequence[str] = (),
+    roots: Sequence[str] = (),
+    set_by: Sequence[str] = (),
+    sticky_anywhere: bool = False,
 ) -> tuple[AnalysisReport, CallGraph]:
     """The flag stages on an already indexed and resolved project; the report,
     and the graph (pruned, see ``flagtrace.prune``) with whatever jedi settled on
@@ -457,7 +521,9 @@ def analyze_project(
     ``FactError``)."""
     from flagtrace.assume import Facts, parse_facts
     from flagtrace.effects import FlagLookupError, find_flags
+    from flagtrace.programs import RootIndex, find_roots
     from flagtrace.prune import Pruning
+    from flagtrace.setby import SetByError
     from flagtrace.verdicts import (
         EntryError,
         analyse_flag,
@@ -498,6 +564,14 @@ def analyze_project(
         chosen = [e for e in found.entries if e in configured or not pruning.dead_entry(e)]
         left_out = found.left_out
     graph = pruning.graph
+    configured_roots = []
+    for root in roots:
+        try:
+            configured_roots.append(check_entry(program, root))
+        except EntryError as exc:
+            errors.append(Diagnostic("<root>", None, str(exc).replace("entry point", "root")))
+    found_roots = find_roots(program, project.scripts, configured_roots)
+    root_index = RootIndex(graph, found_roots)
     deadline = time.perf_counter() + jedi_budget
     latest = [graph]  # jedi's answers carry over to the flags after
 
@@ -515,9 +589,23 @@ def analyze_project(
         except FlagLookupError as exc:
             errors.append(Diagnostic("<flag>", None, str(exc)))
             continue
-        reports.append(
-            analyse_flag(latest[0], flag, chosen, discovered, read_functions, settle, pruning)
-        )
+        try:
+            reports.append(
+                analyse_flag(
+                    latest[0],
+                    flag,
+                    chosen,
+                    discovered,
+                    read_functions,
+                    settle,
+                    pruning,
+                    roots=root_index.rebuilt(latest[0]),
+                    sticky_anywhere=sticky_anywhere,
+                    set_by=set_by,
+                )
+            )
+        except SetByError as exc:
+            errors.append(Diagnostic("<set-by>", None, str(exc)))
     report = AnalysisReport(
         flags=tuple(reports),
         errors=tuple(errors),
@@ -526,6 +614,7 @@ def analyze_project(
         seconds=project.seconds + time.perf_counter() - start,
         entries_left_out=left_out,
         assumptions=pruning.uses(),
+        roots=found_roots,
     )
     return report, latest[0]
 

@@ -12,7 +12,7 @@ import enum
 import io
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
@@ -208,6 +208,39 @@ def _witness_count(ctx: click.Context, param: click.Parameter, value: str) -> in
     raise click.BadParameter(f"{value!r} is neither a count nor 'all'", ctx, param)
 
 
+def _program_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--root``, ``--set-by``, ``--sticky-anywhere``: which sticky writes can run before an
+    entry (``flagtrace.programs``) and which writes count (``flagtrace.setby``)."""
+    for option in reversed(
+        (
+            click.option(
+                "--root",
+                "roots",
+                multiple=True,
+                metavar="QUALNAME",
+                help="A function or module a process starts at (repeatable; adds to the "
+                "__main__ blocks and console scripts found, and to [tool.flagtrace] roots).",
+            ),
+            click.option(
+                "--set-by",
+                "set_by",
+                multiple=True,
+                metavar="QUALNAME",
+                help="Only the values these setters write count as the flag set; other "
+                "writes replace them (repeatable).",
+            ),
+            click.option(
+                "--sticky-anywhere",
+                is_flag=True,
+                help="Ignore program roots: a sticky write anywhere may run before any entry "
+                "(code that other programs call).",
+            ),
+        )
+    ):
+        command = option(command)
+    return command
+
+
 @cli.command("check")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
@@ -237,6 +270,7 @@ def _witness_count(ctx: click.Context, param: click.Parameter, value: str) -> in
     metavar="QUALNAME",
     help="Only count reads in this function (repeatable).",
 )
+@_program_options
 @click.option(
     "--assume",
     "assume",
@@ -287,6 +321,9 @@ def check_cmd(
     reads: tuple[str, ...],
     include_tests: bool,
     assume: tuple[str, ...],
+    roots: tuple[str, ...],
+    set_by: tuple[str, ...],
+    sticky_anywhere: bool,
     fmt: str,
     witnesses: int | None,
     ignore: tuple[str, ...],
@@ -332,6 +369,9 @@ def check_cmd(
         on_reused=status.on_reused,
         follow_external_symlinks=follow_external_symlinks,
         assume=facts,
+        roots=(*config.roots, *roots),
+        set_by=set_by,
+        sticky_anywhere=sticky_anywhere or config.sticky_anywhere,
     )
     status.close()
     report = filter_report(report, ignore=ignored, baseline=accepted)

@@ -15,6 +15,8 @@ error naming the file (exit code 2), never a traceback.
     baseline = "flagtrace-baseline.json"  # relative to this pyproject.toml
     include-tests = false  # judge discovered test functions and modules too
     assume = ["server_args.enable_piecewise_cuda_graph=False"]  # facts, as --assume
+    roots = ["pkg.worker.main"]  # program roots besides __main__ blocks and console scripts
+    sticky-anywhere = false  # true: any sticky write may run before any entry (a library)
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class Config:
     baseline: str | None = None  # resolved against the pyproject.toml's directory
     include_tests: bool = False
     assume: tuple[str, ...] = ()
+    roots: tuple[str, ...] = ()
+    sticky_anywhere: bool = False
     source: str | None = None  # the file it came from
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -63,6 +67,8 @@ _SCHEMA: dict[str, tuple[str, type[Any], type[Any] | None]] = {
     "baseline": ("baseline", str, None),
     "include-tests": ("include_tests", bool, None),
     "assume": ("assume", list, str),
+    "roots": ("roots", list, str),
+    "sticky-anywhere": ("sticky_anywhere", bool, None),
 }
 
 

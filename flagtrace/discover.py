@@ -93,6 +93,9 @@ SKIPPED_DIR_NAMES = frozenset(
 #: is real code; setuptools' ``build/lib/...`` is a stale copy of it).
 ARTIFACT_DIR_NAMES = frozenset({"build", "dist"})
 
+#: Files that may declare console scripts (program roots; ``flagtrace.scripts``).
+PACKAGING_FILES = frozenset({"pyproject.toml", "setup.cfg"})
+
 #: Installation directories: a root of top-level modules, or skipped in a venv.
 INSTALL_DIR_NAMES = frozenset({"site-packages", "dist-packages"})
 
@@ -104,6 +107,9 @@ class Discovery:
 
     files: tuple[SourceFile, ...]
     diagnostics: tuple[Diagnostic, ...]
+    #: ``pyproject.toml`` and ``setup.cfg`` files met in the walk (console scripts:
+    #: ``flagtrace.scripts``), by the same rules as Python files
+    packaging: tuple[str, ...] = ()
 
 
 def discover(
@@ -217,6 +223,7 @@ class _Collector:
         self.by_module: dict[str, SourceFile] = {}
         self.diagnostics: list[Diagnostic] = []
         self.found = 0  # Python files met, before de-duplication
+        self.packaging: list[str] = []
 
     def excluded(self, *candidates: str) -> bool:
         return any(
@@ -268,7 +275,7 @@ class _Collector:
 
     def result(self) -> Discovery:
         files = sorted(self.by_module.values(), key=lambda f: (f.module, f.path))
-        return Discovery(tuple(files), tuple(self.diagnostics))
+        return Discovery(tuple(files), tuple(self.diagnostics), tuple(self.packaging))
 
 
 def _discover_path(path: Path, collector: _Collector) -> None:
@@ -333,6 +340,12 @@ def _walk(directory: _Dir, collector: _Collector) -> None:
         _enter(directory, name, link, collector)
     for name, link in files:
         _take(directory, name, link, collector)
+    for entry in entries:
+        if entry.name in PACKAGING_FILES and _is_file(entry):
+            path = directory.path / entry.name
+            excluded = collector.excluded(directory.rel_of(entry.name), path.as_posix())
+            if not excluded and not (_is_symlink(entry) and collector.escapes(path)):
+                collector.packaging.append(str(path))
 
 
 def _enter(parent: _Dir, name: str, link: bool, collector: _Collector) -> None:

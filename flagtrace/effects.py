@@ -52,6 +52,8 @@ class ValueKind(enum.Enum):
     PARAMETER = "parameter"  # set_flag(v): the value comes from the caller
     UNKNOWN = "unknown"
     DELETE = "del"
+    #: a write by a function ``--set-by`` leaves out: it replaces the value asked about
+    OTHER = "other"
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,8 +179,16 @@ def shared_index(program: Program) -> SharedIndex:
 class FlagEffects:
     """Writes, reads, accessors and setters of one flag across the program."""
 
-    def __init__(self, graph: CallGraph, flag: Flag, shared: SharedIndex | None = None) -> None:
+    def __init__(
+        self,
+        graph: CallGraph,
+        flag: Flag,
+        shared: SharedIndex | None = None,
+        set_by: frozenset[str] = frozenset(),
+    ) -> None:
         self.graph = graph
+        #: only these functions' writes set the flag (``flagtrace.setby``; empty: all)
+        self.set_by = set_by
         self.p = graph.program
         self.flag = flag
         self.writes: dict[str, list[Write]] = {}
@@ -208,6 +218,11 @@ class FlagEffects:
         if step.base is None:
             return self.p.module_of.get(scope.qualname) == self.flag.module
         return self._alias_is_flag_module(scope.qualname, step.base)
+
+    def counts_call(self, caller: str, setter: str) -> bool:
+        """Does ``caller``'s call of the parameterised ``setter`` write a value asked
+        about (always, unless ``set_by`` names other setters)?"""
+        return not self.set_by or caller in self.set_by or setter in self.set_by
 
     def write_of(self, step: WriteStep) -> Write | None:
         return self._write_step_kind.get(id(step))
@@ -260,6 +275,8 @@ class FlagEffects:
                         # computing it for each of them was a third of this walk
                         saved = self.saved_in(scope)
                         w = Write(qn, step.location, *_classify_write(step, scope, saved))
+                        if self.set_by and qn not in self.set_by and w.kind in _SETTING:
+                            w = Write(qn, w.location, ValueKind.OTHER, w.text)
                         self.writes.setdefault(qn, []).append(w)
                         self._write_step_kind[id(step)] = w
                 elif isinstance(step, ReadStep) and self.is_flag_read(scope, step):
@@ -361,9 +378,15 @@ class FlagEffects:
         return names
 
 
+#: Write kinds that put a value in the flag (``--set-by`` turns other setters' into OTHER).
+_SETTING = frozenset(
+    {ValueKind.TRUE, ValueKind.FALSE, ValueKind.NONE, ValueKind.CONSTANT, ValueKind.UNKNOWN}
+)
+
+
 def sets_flag(kind: ValueKind, initial: ValueKind) -> bool | None:
     """Does writing a value of this kind set the flag? None: cannot tell."""
-    if kind in (ValueKind.RESTORE,):
+    if kind in (ValueKind.RESTORE, ValueKind.OTHER):
         return False
     if kind in (ValueKind.UNKNOWN, ValueKind.PARAMETER):
         return None

@@ -307,6 +307,8 @@ class Interpreter:
         from flagtrace.model import CallSite
 
         assert isinstance(call, CallSite)
+        if not self.fx.counts_call(scope.qualname, qn):
+            return UNSET  # ``--set-by`` names other setters: this value replaces theirs
         target = self.p.scopes[qn]
         names = [p.name for p in target.params]
         value = None

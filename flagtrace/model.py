@@ -740,6 +740,39 @@ class SetterKind(Word):
     DECORATOR = "decorator"  # runs the wrapped function inside a setter
 
 
+class RootKind(Word):
+    """How a program root was found (see ``flagtrace.programs``)."""
+
+    MAIN = "main"  # a module's ``if __name__ == "__main__":`` block, or a ``__main__.py``
+    SCRIPT = "console-script"  # a console script declared in pyproject.toml or setup.cfg
+    CONFIGURED = "configured"  # ``--root`` or ``[tool.flagtrace] roots``
+
+
+class StickyScope(Word):
+    """Why a witness may start with the flag already set (its ``before_entry`` steps)."""
+
+    ROOT = "root"  # a program root reaches both the sticky write and the entry
+    IMPORT = "import"  # the sticky write runs when a module is imported
+    ANYWHERE = "anywhere"  # no program root reaches the entry: any sticky write may come first
+
+
+class WrittenValue(Word):
+    """What the write an entry observes puts in the flag."""
+
+    CONSTANT = "constant"  # a literal (``FLAG = True``, ``set_flag(True)``)
+    UNKNOWN = "unknown"  # computed at run time, typically configuration (``FLAG = args.x``)
+
+
+@record
+class ProgramRoot:
+    """Where a process can start: a ``__main__`` module, a console script's function,
+    or a configured one; ``declared`` says where it was found, for the report."""
+
+    qualname: str
+    kind: RootKind
+    declared: str
+
+
 class HazardKind(Word):
     """What is wrong with a setter; ``rules.RULES`` gives each its code and explanation."""
 
@@ -826,6 +859,13 @@ class EntryVerdict:
     #: a *never* verdict under assumptions or instantiation: the hop of the witness
     #: found without pruning that cannot run
     pruned: PrunedHop | None = None
+    #: the program roots that reach the entry (empty: none does; see ``flagtrace.programs``)
+    roots: tuple[str, ...] = ()
+    #: why the witness starts before the entry (None: it starts at the entry with the flag unset)
+    sticky_scope: StickyScope | None = None
+    #: the setter whose write the entry observes, and what that write puts in the flag
+    set_by: str | None = None
+    set_value: WrittenValue | None = None
 
 
 @record
@@ -900,6 +940,8 @@ class AnalysisReport:
     entries_left_out: int = 0
     #: the ``--assume`` facts, each with the guards it decided
     assumptions: tuple[AssumptionUse, ...] = ()
+    #: the program roots found (``__main__`` modules, console scripts, configured ones)
+    roots: tuple[ProgramRoot, ...] = ()
 
 
 @record

@@ -29,12 +29,15 @@ from flagtrace.model import (
     ScopeKind,
     SetterFinding,
     StepKind,
+    StickyScope,
     UnresolvedCall,
     WitnessStep,
 )
+from flagtrace.programs import Before, Excluded, RootIndex, StickyWrites
 from flagtrace.prune import Pruning
 from flagtrace.reach import Reach, Witness, sticky_sites
 from flagtrace.resolve import Program
+from flagtrace.setby import observed_write, resolve_set_by
 
 MAX_UNRESOLVED_SHOWN = 5
 
@@ -157,10 +160,17 @@ def analyse_flag(
     reads: Sequence[str] = (),
     settle: Callable[[CallGraph, list[UnresolvedCall]], CallGraph | None] | None = None,
     pruning: Pruning | None = None,
+    roots: RootIndex | None = None,
+    sticky_anywhere: bool = False,
+    set_by: Sequence[str] = (),
 ) -> FlagReport:
     """``graph`` is the graph to judge on: with ``pruning``, its pruned graph (whose
     guard evaluator the interpreter then uses too), and a *never* verdict for a
-    named entry says which hop of the unpruned witness cannot run."""
+    named entry says which hop of the unpruned witness cannot run. ``roots`` scope
+    sticky writes to program roots (``flagtrace.programs``; None or
+    ``sticky_anywhere``: a sticky write anywhere may run before any entry);
+    ``set_by`` restricts the verdicts to the values those setters write
+    (``flagtrace.setby``; hazards and setters are reported in full)."""
     oracle = pruning if pruning is not None and pruning.active else None
     fx, interp, reach = _engine(graph, flag, reads, oracle)
     hazards = find_hazards(fx, interp)
@@ -181,11 +191,14 @@ def analyse_flag(
     )
     readers = _readers(fx, pruning.full if pruning is not None else None)
     live = pruning.live if pruning is not None else None
-    preset = _preset(interp, graph, live)
+    chosen = resolve_set_by(fx, set_by) if set_by else frozenset()
+    if chosen:
+        fx, interp, reach = _engine(graph, flag, reads, oracle, chosen)
+    sticky = _Sticky(interp, graph, roots, sticky_anywhere, live)
     verdicts = []
     unpruned: list[_Unpruned] = []  # the engine on the full graph, built on demand
     for entry in entries:
-        verdict = _verdict(fx, interp, reach, graph, entry, preset, explain_never=not discovered)
+        verdict = _verdict(fx, interp, reach, graph, entry, sticky, explain_never=not discovered)
         if discovered and not verdict.observes_set:
             continue  # discovered entries are reported only when they observe the flag set
         if settle is not None and not verdict.observes_set and verdict.unresolved_count:
@@ -194,13 +207,14 @@ def analyse_flag(
             settled = settle(graph, [u for u in graph.unresolved if u.caller in reachable])
             if settled is not None:
                 graph = settled
-                fx, interp, reach = _engine(graph, flag, reads, oracle)
-                preset = _preset(interp, graph, live)
-                verdict = _verdict(fx, interp, reach, graph, entry, preset)
+                fx, interp, reach = _engine(graph, flag, reads, oracle, chosen)
+                roots = roots.rebuilt(graph) if roots is not None else None
+                sticky = _Sticky(interp, graph, roots, sticky_anywhere, live)
+                verdict = _verdict(fx, interp, reach, graph, entry, sticky)
         if discovered and not verdict.observes_set:
             continue
         if pruning is not None and pruning.active and not verdict.observes_set:
-            verdict = _explain_pruned(pruning, flag, reads, entry, verdict, unpruned)
+            verdict = _explain_pruned(pruning, flag, reads, entry, verdict, unpruned, sticky)
         verdicts.append(verdict)
     return FlagReport(
         qualname=flag.qualname,
@@ -213,10 +227,48 @@ def analyse_flag(
     )
 
 
+class _Sticky:
+    """The flag's sticky writes scoped to program roots, and the unscoped default's
+    steps (``_preset``), computed once and only when a verdict needs them."""
+
+    def __init__(
+        self,
+        interp: Interpreter,
+        graph: CallGraph,
+        roots: RootIndex | None,
+        anywhere: bool,
+        live: Container[str] | None = None,
+    ) -> None:
+        self.interp = interp
+        self.graph = graph
+        self.roots = roots
+        self.live = live
+        self.writes = StickyWrites(interp, roots, anywhere)
+        self._default: tuple[list[WitnessStep], bool] | None = None
+
+    def default(self) -> tuple[list[WitnessStep], bool]:
+        if self._default is None:
+            w = self.writes
+            if w.anywhere:  # --sticky-anywhere, or no root at all: every sticky write
+                self._default = _preset(self.interp, self.graph, self.live, w.sites)
+            else:
+                self._default = _preset(
+                    self.interp, self.graph, self.live, w.open_sites, w.main_modules
+                )
+        return self._default
+
+    def roots_of(self, entry: str) -> tuple[str, ...]:
+        return self.roots.roots_of(entry) if self.roots is not None else ()
+
+
 def _engine(
-    graph: CallGraph, flag: Flag, reads: Sequence[str], guards: GuardOracle | None = None
+    graph: CallGraph,
+    flag: Flag,
+    reads: Sequence[str],
+    guards: GuardOracle | None = None,
+    set_by: frozenset[str] = frozenset(),
 ) -> tuple[FlagEffects, Interpreter, Reach]:
-    fx = FlagEffects(graph, flag)
+    fx = FlagEffects(graph, flag, set_by=set_by)
     interp = Interpreter(fx, guards)
     return fx, interp, Reach(interp, frozenset(reads))
 
@@ -228,7 +280,7 @@ class _Unpruned:
     fx: FlagEffects
     interp: Interpreter
     reach: Reach
-    preset: tuple[list[WitnessStep], bool]
+    sticky: _Sticky
 
 
 def _explain_pruned(
@@ -238,14 +290,17 @@ def _explain_pruned(
     entry: str,
     verdict: EntryVerdict,
     memo: list[_Unpruned],
+    pruned: _Sticky,
 ) -> EntryVerdict:
     """A *never* verdict on the pruned graph: if the entry observes the flag set
     without pruning, the first hop of that witness that cannot run, in the reason."""
     if not memo:
-        fx, interp, reach = _engine(pruning.full, flag, reads)
-        memo.append(_Unpruned(fx, interp, reach, _preset(interp, pruning.full)))
+        fx, interp, reach = _engine(pruning.full, flag, reads, None, pruned.interp.fx.set_by)
+        roots = pruned.roots.rebuilt(pruning.full) if pruned.roots is not None else None
+        sticky = _Sticky(interp, pruning.full, roots, pruned.writes.anywhere_asked)
+        memo.append(_Unpruned(fx, interp, reach, sticky))
     u = memo[0]
-    full = _verdict(u.fx, u.interp, u.reach, pruning.full, entry, u.preset, explain_never=False)
+    full = _verdict(u.fx, u.interp, u.reach, pruning.full, entry, u.sticky, explain_never=False)
     if not full.observes_set:
         return verdict
     hop = pruning.explain(full.witness)
@@ -296,13 +351,19 @@ def _owner(fx: FlagEffects, qn: str) -> str:
 
 
 def _preset(
-    interp: Interpreter, graph: CallGraph, live: Container[str] | None = None
+    interp: Interpreter,
+    graph: CallGraph,
+    live: Container[str] | None = None,
+    sites: list[tuple[str, int, str]] | None = None,
+    skip: frozenset[str] = frozenset(),
 ) -> tuple[list[WitnessStep], bool]:
     """If a sticky setter runs anywhere, entries may start with the flag set:
     the steps showing where (a root, a path to the setter call). ``live``: the
     functions that can run at all (``prune.Pruning.live``); a function with no
-    caller left in a pruned graph is no root unless it is live."""
-    sites = sticky_sites(interp)
+    caller left in a pruned graph is no root unless it is live. ``sites`` are the
+    sticky calls that count (default: all); ``skip``, scopes that are not run from
+    elsewhere (``__main__`` modules, whose sticky calls only their own program runs)."""
+    sites = sticky_sites(interp) if sites is None else sites
     if not sites:
         # a sticky function nobody calls is an entry point itself: running it first
         # leaves the flag set for every other entry
@@ -319,7 +380,12 @@ def _preset(
                 interp.transfer.get((qn, False), (True, False))[1]
                 or interp.raise_transfer.get((qn, False), (False, False))[1]
             )
-            if leaves_set and not graph.callers(qn) and (live is None or qn in live):
+            if (
+                leaves_set
+                and not graph.callers(qn)
+                and (live is None or qn in live)
+                and qn not in skip
+            ):
                 # an entry nobody calls that returns, or raises, with the flag set
                 run = interp.run(scope, UNSET)
                 ends = join(run.exit, run.raised)
@@ -395,17 +461,21 @@ def _verdict(
     reach: Reach,
     graph: CallGraph,
     entry: str,
-    preset: tuple[list[WitnessStep], bool],
+    sticky: _Sticky,
     explain_never: bool = True,
 ) -> EntryVerdict:
-    pre_steps, may_be_preset = preset
+    roots = sticky.roots_of(entry)
     witness = reach.witness(entry, (True, False))
     pre: list[WitnessStep] = []
-    if witness is None and may_be_preset:
-        witness = reach.witness(entry, (True, True))
-        pre = pre_steps
+    before = sticky.writes.before(entry)
+    scope = None
+    if witness is None and isinstance(before, Before):
+        pre, may_be_preset = _before_steps(interp, graph, before, sticky)
+        if may_be_preset:
+            witness = reach.witness(entry, (True, True))
+            scope = before.scope
     if witness is not None:
-        steps = pre + _witness_steps(interp, witness)
+        steps = (pre if scope is not None else []) + _witness_steps(interp, witness)
         weak = witness.by_name_hops > 0
         hops = len(witness.hops)
         via = f" via {witness.read.via}()" if witness.read.via else ""
@@ -413,13 +483,127 @@ def _verdict(
             f"{fx.flag.name} can be set when {witness.read.function} reads it{via} "
             f"at {witness.read.location.short} ({hops} call{'s' if hops != 1 else ''} from {entry})"
         )
-        if pre:
-            reason += "; a sticky setter elsewhere may leave it set before the entry runs"
+        if scope is StickyScope.ANYWHERE:
+            reason += (
+                "; a sticky setter elsewhere may leave it set before the entry runs "
+                "(no program root reaches the entry, so any may have run first)"
+            )
+        elif scope is StickyScope.ROOT:
+            reason += (
+                f"; the program root {before.root if isinstance(before, Before) else '?'} "
+                "reaches a sticky write and the entry, so the flag may be left set "
+                "before the entry runs"
+            )
+        elif scope is StickyScope.IMPORT:
+            reason += "; a sticky write runs on import, before the entry runs"
         evidence = Evidence.BY_NAME if weak else Evidence.RESOLVED
-        return EntryVerdict(entry, True, evidence, reason, tuple(steps))
+        setter, value = observed_write(interp, steps)
+        return EntryVerdict(
+            entry,
+            True,
+            evidence,
+            reason,
+            tuple(steps),
+            roots=roots,
+            sticky_scope=scope,
+            set_by=setter,
+            set_value=value,
+        )
     if not explain_never:
-        return EntryVerdict(entry, False, Evidence.RESOLVED, "")
-    return _never(fx, interp, reach, graph, entry)
+        return EntryVerdict(entry, False, Evidence.RESOLVED, "", roots=roots)
+    verdict = _never(fx, interp, reach, graph, entry)
+    if isinstance(before, Excluded):
+        places = ", ".join(before.places[:3]) + (" ..." if len(before.places) > 3 else "")
+        if before.roots:
+            why = (
+                f"no program root that reaches {entry} reaches it "
+                f"(roots: {', '.join(before.roots)})"
+            )
+        else:
+            why = f"it runs only in that program's __main__ block, and no root reaches {entry}"
+        reason = (
+            f"{verdict.reason}; a sticky write in {places} could leave {fx.flag.name} set, "
+            f"but {why}"
+        )
+        verdict = replace(verdict, reason=reason)
+    return replace(verdict, roots=roots)
+
+
+def _before_steps(
+    interp: Interpreter, graph: CallGraph, before: Before, sticky: _Sticky
+) -> tuple[list[WitnessStep], bool]:
+    """The steps before the entry: from the root (or the importing module) to the sticky
+    call or the leaking function; the unscoped default's own for ``ANYWHERE``."""
+    if before.scope is StickyScope.ANYWHERE:
+        return sticky.default()
+    steps: list[WitnessStep] = []
+    for a, b in pairwise(before.path):
+        e = graph.sites(a, b)[0]
+        steps.append(
+            WitnessStep(
+                StepKind.CALL,
+                a,
+                e.location,
+                b,
+                e.resolution,
+                _guards(interp, a, e.guards),
+                e.text,
+                True,
+                _unique(e.guards),
+            )
+        )
+    if before.origin is not None or (before.site is None and before.leaker is None):
+        ev = before.origin
+        if ev is None:  # set, but where is not recorded: the root itself
+            root = before.root or ""
+            where = interp.p.scopes[root].location if root in interp.p.scopes else None
+            if where is None:
+                return steps, True
+            steps.append(WitnessStep(StepKind.SET, root, where, root, text=root, before_entry=True))
+            return steps, True
+        steps.append(
+            WitnessStep(ev.kind, ev.function, ev.location, ev.via, text=ev.text, before_entry=True)
+        )
+        return steps, True
+    if before.site is not None:
+        caller, site, setter = before.site
+        call = interp.p.scopes[caller].calls[site]
+        steps.append(
+            WitnessStep(
+                StepKind.SET,
+                caller,
+                call.location,
+                setter,
+                None,
+                _guards(interp, caller, call.guards),
+                call.text,
+                True,
+                _unique(call.guards),
+            )
+        )
+        return steps, True
+    assert before.leaker is not None
+    scope = interp.p.scopes[before.leaker]
+    run = interp.run(scope, UNSET)
+    ends = join(run.exit, run.raised)
+    ev = ends.origin if ends is not None else None
+    if ev is not None:
+        steps.append(
+            WitnessStep(ev.kind, ev.function, ev.location, ev.via, text=ev.text, before_entry=True)
+        )
+    else:
+        where = next((w.location for w in fx_writes(interp, before.leaker)), scope.location)
+        steps.append(
+            WitnessStep(
+                StepKind.SET,
+                before.leaker,
+                where,
+                before.leaker,
+                text=f"{scope.name}()",
+                before_entry=True,
+            )
+        )
+    return steps, True
 
 
 def _witness_steps(interp: Interpreter, w: Witness) -> list[WitnessStep]:

@@ -18,7 +18,7 @@ import pytest
 
 from flagtrace.api import Project, analyze_project, build_callgraph, load_project
 from flagtrace.callgraph import CallGraph
-from flagtrace.model import FlagReport
+from flagtrace.model import FlagReport, StickyScope
 from flagtrace.report.callgraph_pycg import pycg
 
 if TYPE_CHECKING:
@@ -212,6 +212,15 @@ def test_the_discovery_report_reads_in_about_150_lines_at_80_columns(sglang: Ind
     assert text.count("OBSERVES SET") == 3  # complete witnesses, each down to its read
     assert text.count(" read  reads the flag") == 3
     assert "FT101 exception-leak" in text and "FT102 non-reentrant" in text
+    # issue 14: program roots. SGLang's __main__ modules are roots; none reaches the
+    # scheduler's sticky write (run_scheduler_process runs in processes launch_server
+    # starts through multiprocessing), so launch_server no longer observes it set, and the
+    # entries that still start with it set are those no root reaches ("anywhere")
+    assert len(report.roots) > 100
+    by_entry = {e.entry: e for e in flag.entries}
+    assert "sglang.launch_server" not in by_entry
+    scoped = [e for e in flag.entries if e.sticky_scope is not None]
+    assert scoped and all(e.sticky_scope is StickyScope.ANYWHERE and not e.roots for e in scoped)
 
 
 # ------------------------------------------------------------------ --assume (issue 14)

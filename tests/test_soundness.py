@@ -9,8 +9,12 @@ per ordered pair of entries) with ``sys.settrace`` recording the flag's value at
 read. The oracle (``tests/soundness/oracle.py``) then requires, per entry:
 
 * a fresh run read the flag set  ->  flagtrace says *observes set*;
-* a run with another entry first read it set  ->  flagtrace says *observes set* (it
-  promises to assume a sticky setter may have run before any entry);
+* a run with another entry first read it set  ->  flagtrace says *observes set*, for an
+  entry no program root reaches (it then assumes a sticky setter may have run first);
+* a run of a program root (some programs have ``__main__`` blocks, a script module
+  ``pkg/tool.py`` or a console script in ``pyproject.toml``) read it set while the entry
+  ran  ->  flagtrace says *observes set* (a process runs one root: an entry a root
+  reaches runs the way the root runs it, and a generated program has no input);
 * every witness is a real chain: each step runs in the function the previous call step
   entered, each call/enter/set is on a line of that function that really calls/enters
   the named callee, and the last step is a real read of the flag.

@@ -89,6 +89,13 @@ def entry_dict(e: EntryVerdict) -> dict[str, Any]:
         "witness": [_step(s) for s in e.witness],
         "unresolved_calls": e.unresolved_count,
         "unresolved_sites": [_where(loc) for loc in e.unresolved_sites],
+        # the program roots that reach the entry; why the witness starts before it
+        # ("root", "import", "anywhere": no root reaches the entry; null: it does not)
+        "roots": list(e.roots),
+        "sticky_scope": e.sticky_scope.value if e.sticky_scope is not None else None,
+        # the setter whose write the entry observes; "constant" or "unknown" (run time)
+        "set_by": e.set_by,
+        "set_value": e.set_value.value if e.set_value is not None else None,
         "pruned": _pruned(e.pruned),
     }
 
@@ -174,6 +181,11 @@ def to_dict(report: AnalysisReport) -> dict[str, Any]:
             "seconds": round(report.seconds, 3),
             "entries_left_out": report.entries_left_out,
         },
+        # where processes start: __main__ modules, console scripts, configured roots
+        "roots": [
+            {"qualname": r.qualname, "kind": r.kind.value, "declared": r.declared}
+            for r in report.roots
+        ],
     }
 
 

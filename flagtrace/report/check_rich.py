@@ -44,7 +44,9 @@ from flagtrace.model import (
     FlagReport,
     Resolution,
     StepKind,
+    StickyScope,
     WitnessStep,
+    WrittenValue,
 )
 from flagtrace.report.layout import Short as _Short
 from flagtrace.report.layout import buffer_console
@@ -176,9 +178,39 @@ def _witness(e: EntryVerdict, short: _Short, reason: bool = True) -> Group:
     )
     rows = [(Text("   entry", style="dim"), Text(short.name(e.entry)))]
     rows.extend(_step_row(i, step, short) for i, step in enumerate(e.witness, 1))
-    if not reason:
+    if not reason:  # an example of a summary: its group already shows the setting step
         return Group(head, _grid(rows))
-    return Group(head, Text(e.reason, style="dim"), _grid(rows))
+    return Group(head, Text(e.reason, style="dim"), *_origin(e, short), _grid(rows))
+
+
+def _origin(e: EntryVerdict, short: _Short) -> list[Text]:
+    """Whose write the entry observes and what it writes, and why the witness may start
+    before the entry (a program root's sticky write, or the fallback when none reaches it)."""
+    out: list[Text] = []
+    if e.set_by is not None:
+        t = Text("value written by ", style="dim")
+        t.append(short.name(e.set_by))
+        if e.set_value is WrittenValue.CONSTANT:
+            t.append(": a constant", style="dim")
+        elif e.set_value is WrittenValue.UNKNOWN:
+            t.append(": a value computed at run time (an argument, configuration)", style="yellow")
+        out.append(t)
+    first = next((s for s in e.witness if s.before_entry), None)
+    if e.sticky_scope is StickyScope.ROOT and first is not None:
+        t = Text("program root ", style="dim")
+        t.append(short.name(first.function))
+        t.append(" runs a sticky write, then the entry", style="dim")
+        out.append(t)
+    elif e.sticky_scope is StickyScope.IMPORT:
+        out.append(Text("a sticky write runs on import, before any entry", style="dim"))
+    elif e.sticky_scope is StickyScope.ANYWHERE:
+        out.append(
+            Text(
+                "no program root reaches this entry: a sticky write anywhere may run before it",
+                style="yellow",
+            )
+        )
+    return out
 
 
 def _never(e: EntryVerdict, short: _Short) -> Tree:

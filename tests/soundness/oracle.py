@@ -8,8 +8,12 @@
   - ``false-never``: a fresh run of the entry read the flag set, flagtrace says
     *never observes set*;
   - ``false-never-after-entry``: the entry read the flag set when another entry (or
-    itself) had run first in the same process, and flagtrace says *never* (it
-    promises to assume a sticky setter anywhere may have run before the entry);
+    itself) had run first in the same process, and flagtrace says *never*; checked for
+    entries no program root reaches (flagtrace then assumes a sticky setter anywhere
+    may have run before the entry);
+  - ``false-never-in-root-run``: running a program root (a ``__main__`` block through
+    ``runpy``, a console script's function) read the flag set while the entry ran (the
+    outermost entry on the stack), and flagtrace says *never*;
   - ``bogus-witness``: a witness step that is not a real chain of calls or not a
     real read/set (see :func:`witness_problems`);
   - ``analysis-error``: flagtrace reported an error or raised;
@@ -59,6 +63,8 @@ class Source:
         self.facts: dict[tuple[str, int], LineFacts] = {}
         self.functions: dict[str, tuple[str, int, int]] = {}  # qualname -> (path, first, last line)
         self.read_sites: set[tuple[str, int]] = set()
+        self.callnames: dict[str, set[str]] = {}  # function or module -> last names it calls
+        self.roots: list[dict[str, str]] = []  # {"module": m} or {"function": qualname}
         for path in sorted(root.rglob("*.py")):
             rel = path.relative_to(root).as_posix()
             text = path.read_text(encoding="utf-8")
@@ -70,6 +76,38 @@ class Source:
                     self.read_sites.add((rel, i))
             tree = ast.parse(text)
             self._scan(tree, rel, module, module)
+            if any(_is_main_test(node) for node in tree.body):
+                self.roots.append({"module": module})
+        self.roots += [{"function": f} for f in _console_scripts(root)]
+
+    # -- the program roots, from the source alone (what flagtrace must agree with)
+
+    def reach(self, start: str, strict: bool = False) -> set[str]:
+        """Functions and modules ``start`` reaches by calls (``strict``: through at least
+        one), names matched by their last part, classes through their methods: a
+        superset of what any run can call."""
+        by_last: dict[str, set[str]] = {}
+        for qn in self.functions:
+            by_last.setdefault(_last(qn), set()).add(qn)
+        seen: set[str] = set()
+        todo = [start]
+        first = True
+        while todo:
+            node = todo.pop()
+            if node in seen:
+                continue
+            if not (first and strict):
+                seen.add(node)
+            first = False
+            for name in self.callnames.get(node, ()):
+                for callee in by_last.get(name, ()):
+                    todo.append(callee)
+                    # a class called (or entered) runs its methods
+                    todo.extend(m for m in self.functions if m.startswith(callee + "."))
+        return seen
+
+    def root_name(self, root: dict[str, str]) -> str:
+        return root.get("module") or root["function"]
 
     @property
     def all_reads(self) -> set[tuple[str, int]]:
@@ -111,6 +149,7 @@ class Source:
             name = _last_name(node.func)
             if name:
                 facts.calls.add(name)
+                self.callnames.setdefault(owner, set()).add(name)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
                 e = item.context_expr
@@ -127,6 +166,27 @@ class Source:
                 facts.flag_read = True
             else:
                 facts.flag_write = True
+
+
+def _is_main_test(node: ast.stmt) -> bool:
+    """``if __name__ == "__main__":`` at module level."""
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    names = [node.test.left, *node.test.comparators]
+    return any(isinstance(n, ast.Name) and n.id == "__name__" for n in names) and any(
+        isinstance(n, ast.Constant) and n.value == "__main__" for n in names
+    )
+
+
+def _console_scripts(root: Path) -> list[str]:
+    """``[project.scripts]`` of the project's pyproject.toml, as qualified names."""
+    import tomllib
+
+    path = root / "pyproject.toml"
+    if not path.is_file():
+        return []
+    scripts = tomllib.loads(path.read_text(encoding="utf-8")).get("project", {}).get("scripts", {})
+    return [target.replace(":", ".") for target in scripts.values()]
 
 
 def _last_name(node: ast.AST) -> str | None:
@@ -302,6 +362,8 @@ def run_program(
     read_sites: set[tuple[str, int]],
     pairs: bool = True,
     other_reads: set[tuple[str, int]] = frozenset(),  # type: ignore[assignment]
+    roots: list[dict[str, str]] | None = None,
+    root_reads: dict[str, list[tuple[str, str, int, str]]] | None = None,
 ) -> tuple[dict[str, EntryRun], dict[str, list[tuple[str, EntryRun]]]]:
     """Fresh run per entry; with ``pairs``, also every ``(first, entry)`` sequence.
 
@@ -318,6 +380,9 @@ def run_program(
         "flag_module": FLAG_MODULE,
         "flag": FLAG_NAME,
     }
+    if roots:
+        plan["roots"] = roots
+        plan["entries"] = entries
     with tempfile.TemporaryDirectory(prefix="flagtrace-run-") as tmp:
         plan_path = Path(tmp) / "plan.json"
         out_path = Path(tmp) / "out.json"
@@ -333,6 +398,14 @@ def run_program(
         if proc.returncode != 0:
             raise RuntimeError(f"tracer failed ({proc.returncode}):\n{proc.stderr}")
         results = json.loads(out_path.read_text(encoding="utf-8"))
+    if roots:
+        for root, res in zip(roots, results["roots"], strict=True):
+            if not res.get("ok"):
+                raise RuntimeError(f"tracer crashed on root {root}:\n{res.get('traceback')}")
+            if root_reads is not None:
+                name = root.get("module") or root["function"]
+                root_reads[name] = [(e, p, int(line), v) for e, p, line, v in res["reads"]]
+        results = results["runs"]
     fresh: dict[str, EntryRun] = {}
     after: dict[str, list[tuple[str, EntryRun]]] = {e: [] for e in entries}
     for seq, res in zip(runs, results, strict=True):
@@ -381,10 +454,19 @@ class EntryOutcome:
     saw_set_after: bool  # some run with another entry first read it set
     saw_set_internal: bool = False  # only a setter's own read (``prev = FLAG``) saw it set
     fp_cause: str | None = None  # flagtrace says set, no fresh run saw it: why
+    saw_set_in_root: bool = False  # a run of a program root read it set while the entry ran
+    rooted: bool = False  # some program root reaches the entry
+    sticky_scope: str | None = None  # flagtrace's verdict: why the witness starts before it
 
     @property
     def false_positive(self) -> bool:
-        """flagtrace says set; no read in a fresh run saw it (a setter's own read counts too)."""
+        """flagtrace says set; no read in a fresh run of the entry, nor in a run of a
+        program root while the entry ran, saw it (a setter's own read counts too)."""
+        return self.fresh_false_positive and not self.saw_set_in_root
+
+    @property
+    def fresh_false_positive(self) -> bool:
+        """The figure as measured before program roots: no fresh run of the entry saw it."""
         return self.observes_set and not self.saw_set and not self.saw_set_internal
 
 
@@ -397,9 +479,14 @@ class Outcome:
 
 
 def analyse(root: Path, entries: list[str]) -> Any:
+    """flagtrace's report; ``FLAGTRACE_SOUNDNESS_STICKY_ANYWHERE=1`` ignores program roots
+    (the verdicts as they were before them, for the benchmark's before/after figures)."""
+    import os
+
     from flagtrace.api import analyze
 
-    return analyze([str(root)], [FLAG_QUALNAME], entries=entries, jobs=1)
+    anywhere = os.environ.get("FLAGTRACE_SOUNDNESS_STICKY_ANYWHERE") == "1"
+    return analyze([str(root)], [FLAG_QUALNAME], entries=entries, jobs=1, sticky_anywhere=anywhere)
 
 
 def check_project(root: Path, entries: list[str], pairs: bool = True) -> Outcome:
@@ -424,15 +511,40 @@ def check_project(root: Path, entries: list[str], pairs: bool = True) -> Outcome
     for flag in report.flags:
         for v in flag.entries:
             verdicts[v.entry] = v
+    # a process runs one program root (flagtrace's promise, ``flagtrace.programs``): an
+    # entry a root reaches runs the way that root runs it, and a generated program has no
+    # input, so running the root is every run of it there is; an entry no root reaches may
+    # run after any other entry (the pairs)
+    reach = {src.root_name(r): src.reach(src.root_name(r)) for r in src.roots}
+
+    def may_follow(first: str, entry: str) -> bool:
+        return not any(entry in r for r in reach.values())  # any first entry, if none
+
+    root_reads: dict[str, list[tuple[str, str, int, str]]] = {}
     fresh, after = run_program(
-        root, entries, src.read_sites, pairs=pairs, other_reads=src.all_reads
+        root,
+        entries,
+        src.read_sites,
+        pairs=pairs,
+        other_reads=src.all_reads,
+        roots=src.roots,
+        root_reads=root_reads,
     )
+    in_root: dict[str, list[str]] = {}
+    for name, reads in root_reads.items():
+        for entry_run, path, line, value in reads:
+            if entry_run is not None and value != "False" and (path, line) in src.read_sites:
+                in_root.setdefault(entry_run, []).append(f"{path}:{line} (root {name})")
     out.truncated_runs = sum(r.truncated for r in fresh.values())
     out.truncated_runs += sum(r.truncated for runs in after.values() for _, r in runs)
     for entry in entries:
         v = verdicts.get(entry)
         run = fresh[entry]
-        saw_after = [(first, r) for first, r in after.get(entry, []) if r.saw_set]
+        saw_after = [
+            (first, r)
+            for first, r in after.get(entry, [])
+            if r.saw_set and may_follow(first, entry)
+        ]
         if v is None:
             out.violations.append(Violation("analysis-error", entry, "no verdict for this entry"))
             continue
@@ -445,8 +557,20 @@ def check_project(root: Path, entries: list[str], pairs: bool = True) -> Outcome
             run.saw_set,
             bool(saw_after),
             saw_set_internal=run.saw_set_anywhere and not run.saw_set,
+            saw_set_in_root=entry in in_root,
+            rooted=any(entry in r for r in reach.values()),
+            sticky_scope=getattr(v, "sticky_scope", None),
         )
         out.entries.append(eo)
+        if entry in in_root and not v.observes_set:
+            out.violations.append(
+                Violation(
+                    "false-never-in-root-run",
+                    entry,
+                    f"a run of a program root read the flag set at {in_root[entry][0]} "
+                    f"while the entry ran; flagtrace: {v.reason}",
+                )
+            )
         if run.saw_set and not v.observes_set:
             sites = ", ".join(f"{p}:{line}" for p, line in run.set_reads)
             out.violations.append(
@@ -488,9 +612,16 @@ def classify_fp(src: Source, eo: EntryOutcome, run: EntryRun) -> str:
     pre = [s for s in eo.witness if s.before_entry]
     main = [s for s in eo.witness if not s.before_entry]
     if pre:
+        where = (
+            "in a program root that reaches the entry"
+            if eo.sticky_scope == "root"
+            else "elsewhere, no program root reaches the entry"
+            if eo.rooted is False
+            else "elsewhere"
+        )
         if eo.saw_set_after:
-            return "sticky setter elsewhere (seen when another entry ran first)"
-        return "sticky setter elsewhere (never seen set in any entry order)"
+            return f"sticky setter {where} (seen when another entry ran first)"
+        return f"sticky setter {where} (never seen set in any entry order)"
     for s in main:
         rel = _rel(src.root, s.location.path)
         if (rel, s.location.line) not in run.lines:
@@ -545,6 +676,7 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
     said_set = [e for e in entries if e.observes_set]
     fps = [e for e in said_set if e.false_positive]
     fps_strict = [e for e in fps if not e.saw_set_after]
+    fps_fresh = [e for e in said_set if e.fresh_false_positive]
     causes: dict[str, int] = {}
     for e in fps:
         causes[e.fp_cause or "?"] = causes.get(e.fp_cause or "?", 0) + 1
@@ -563,6 +695,10 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
         "fp_rate": len(fps) / len(said_set) if said_set else 0.0,
         "false_positives_any_order": len(fps_strict),
         "fp_rate_any_order": len(fps_strict) / len(said_set) if said_set else 0.0,
+        "false_positives_fresh_only": len(fps_fresh),
+        "fp_rate_fresh_only": len(fps_fresh) / len(said_set) if said_set else 0.0,
+        "entries_rooted": sum(1 for e in entries if e.rooted),
+        "observed_set_in_root_runs": sum(1 for e in entries if e.saw_set_in_root),
         "fp_causes": dict(sorted(causes.items(), key=lambda kv: -kv[1])),
         "violations": dict(sorted(kinds.items())),
         "programs_with_violations": sum(1 for o in outcomes if o.violations),
@@ -583,10 +719,14 @@ def format_summary(s: dict[str, Any]) -> str:
             if s["violations"]
             else ""
         ),
+        f"  program roots reach {s['entries_rooted']} entries; "
+        f"{s['observed_set_in_root_runs']} read the flag set in a run of a root",
         f"  flagtrace says observes set: {s['flagtrace_observes_set']}; "
-        "false positives (no read in a fresh run saw it): "
+        "false positives (no fresh run of the entry and no run of a program root saw it): "
         f"{s['false_positives']} = {s['fp_rate']:.1%}; not seen in any order of entries either: "
-        f"{s['false_positives_any_order']} = {s['fp_rate_any_order']:.1%}",
+        f"{s['false_positives_any_order']} = {s['fp_rate_any_order']:.1%}; "
+        f"not seen in a fresh run of the entry (the figure before program roots): "
+        f"{s['false_positives_fresh_only']} = {s['fp_rate_fresh_only']:.1%}",
     ]
     for cause, n in s["fp_causes"].items():
         lines.append(f"    {n:4d}  {cause}")

@@ -150,6 +150,19 @@ class Module:
 
 
 @dataclass
+class MainBlock:
+    """``if __name__ == "__main__":`` at the end of ``module``: the program's root.
+
+    ``calls`` are ``call`` and ``sticky`` statements run in order, each ``call`` of an
+    entry wrapped in ``try``/``except ValueError`` when ``guarded`` (a program that goes
+    on after a failed step, so what the step left set is seen by the next)."""
+
+    module: str
+    calls: list[Stmt] = field(default_factory=list)
+    guarded: bool = False
+
+
+@dataclass
 class Program:
     """A generated program: the plan and its rendered files."""
 
@@ -162,6 +175,9 @@ class Program:
     files: dict[str, str] = field(default_factory=dict)  # "pkg/m1.py" -> source
     sticky_home: str = "state"
     accessor_home: str = "state"
+    #: program roots: ``__main__`` blocks, and console scripts (pyproject.toml) naming a function
+    mains: list[MainBlock] = field(default_factory=list)
+    scripts: list[str] = field(default_factory=list)
 
     def home_of(self, name: str) -> str:
         """The module a setter or the accessor is defined in."""
@@ -218,6 +234,12 @@ class Program:
                 out.add("class-cm-suppress")
         if self.sticky:
             out.add("sticky-setter")
+        if self.mains:
+            out.add("main-block")
+        if any(m.module == "tool" for m in self.mains):
+            out.add("script-module")
+        if self.scripts:
+            out.add("console-script")
 
         def walk(body: list[Stmt]) -> None:
             for s in body:
@@ -424,6 +446,7 @@ EXCLUDABLE = (
     "finally-exit",  # ``return``/``raise`` inside a ``finally`` block
     "suppress",  # ``with contextlib.suppress(ValueError):``
     "remote-setters",  # setters and the accessor defined outside state.py (``state.FLAG = True``)
+    "roots",  # ``__main__`` blocks, a script module, console scripts (program roots)
 )
 
 
@@ -498,6 +521,8 @@ def generate(c: Chooser, exclude: frozenset[str] = frozenset()) -> Program:
     gen = _Gen(c, funcs, has, budget=c.integer(3, 10), exclude=exclude)
     for f in funcs:
         f.body = gen.block(f, 0)
+    # drawn last, so a seed's functions are the same with or without roots
+    mains, scripts = ([], []) if "roots" in exclude else _roots(c, funcs, modules, sticky, n_mods)
     prog = Program(
         modules,
         cms,
@@ -507,9 +532,43 @@ def generate(c: Chooser, exclude: frozenset[str] = frozenset()) -> Program:
         funcs,
         sticky_home=sticky_home,
         accessor_home=accessor_home,
+        mains=mains,
+        scripts=scripts,
     )
     prog.files = render(prog)
     return prog
+
+
+def _roots(
+    c: Chooser, funcs: list[Func], modules: list[Module], sticky: bool, n_mods: int
+) -> tuple[list[MainBlock], list[str]]:
+    """Where the program starts, as real programs do: most have a ``__main__`` block that
+    runs some entries (sometimes calling the sticky setter first, or going on after a
+    step that failed); some have a second script, ``pkg/tool.py``, whose ``__main__``
+    calls the sticky setter and helper functions but no entry; some declare an entry as
+    a console script. The rest stay libraries: no root, so every sticky write counts."""
+    entries = [f for f in funcs if f.entry]
+    helpers = [f for f in funcs if not f.entry]
+    mains: list[MainBlock] = []
+    if c.chance(65):
+        main = MainBlock(f"m{c.integer(1, n_mods)}", guarded=c.chance(40))
+        if sticky and c.chance(20):
+            main.calls.append(Stmt("sticky", value="True"))
+        for _ in range(c.integer(1, 2)):
+            main.calls.append(Stmt("call", target=c.choice(entries).name))
+        mains.append(main)
+    if sticky and c.chance(50):
+        modules.append(Module("tool", c.choice(["state", "pkg"])))
+        tool = MainBlock("tool")
+        tool.calls.append(Stmt("sticky", value="True"))
+        if helpers and c.chance(50):
+            tool.calls.append(Stmt("call", target=c.choice(helpers).name, arg="0"))
+        mains.append(tool)
+    scripts = []
+    if c.chance(15):
+        f = c.choice(entries)
+        scripts.append(f"pkg.{f.module}:{f.name}")
+    return mains, scripts
 
 
 def hypothesis_programs(exclude: frozenset[str] = frozenset()) -> Any:
@@ -751,13 +810,34 @@ def _render_setters(prog: Program, r: _Renderer, out: _Lines) -> None:
         out.add(1, f"return {flag}")
 
 
+def _render_main(r: _Renderer, main: MainBlock, out: _Lines) -> None:
+    out.add(0, "")
+    out.add(0, "")
+    out.add(0, 'if __name__ == "__main__":')
+    for s in main.calls:
+        if s.kind == "call" and main.guarded and r.by_name[s.target].entry:
+            out.add(1, "try:")
+            r.stmt(out, s, 2)
+            out.add(1, "except ValueError:")
+            out.add(2, "pass")
+        else:
+            r.stmt(out, s, 1)
+
+
 def render(prog: Program) -> dict[str, str]:
     files = {"pkg/__init__.py": ""}
+    if prog.scripts:
+        lines = ["[project]", 'name = "pkg"', 'version = "0"', "", "[project.scripts]"]
+        lines += [f'app{i} = "{target}"' for i, target in enumerate(prog.scripts)]
+        files["pyproject.toml"] = "\n".join(lines) + "\n"
     for m in prog.modules:
         r = _Renderer(prog, m)
         body = _Lines()
         _render_setters(prog, r, body)
         r.functions(body)
+        for main in prog.mains:
+            if main.module == m.name:
+                _render_main(r, main, body)
         head = _Lines()
         mine = [f for f in prog.funcs if f.module == m.name]
         cms_here = [cm for cm in prog.cms if cm.home == m.name]
@@ -835,7 +915,16 @@ def _rerendered(prog: Program) -> Program:
                 continue
             keep.append(s)
         body[:] = keep
+    names = {f.name for f in prog.funcs}
+    for main in prog.mains:
+        main.calls = [
+            s
+            for s in main.calls
+            if (s.kind == "call" and s.target in names) or (s.kind == "sticky" and prog.sticky)
+        ]
+    prog.scripts = [t for t in prog.scripts if t.rpartition(":")[2] in names]
     used = {f.module for f in prog.funcs} | {x.home for x in [*prog.cms, *prog.classes]}
+    used |= {m.module for m in prog.mains}
     used |= {prog.sticky_home, prog.accessor_home}
     prog.modules = [m for m in prog.modules if m.name == "state" or m.name in used]
     prog.files = render(prog)

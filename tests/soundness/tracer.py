@@ -5,7 +5,11 @@ Usage (stdlib only; run in its own interpreter, never inside the test process)::
     python tracer.py PROJECT PLAN.json OUT.json
 
 ``PLAN.json`` is ``{"reads": [["pkg/m1.py", 7], ...], "runs": [["pkg.m1.f0"],
-["pkg.m1.f1", "pkg.m1.f0"], ...], "flag_module": "pkg.state", "flag": "FLAG"}``.
+["pkg.m1.f1", "pkg.m1.f0"], ...], "flag_module": "pkg.state", "flag": "FLAG"}``, and
+optionally ``"roots": [{"module": "pkg.tool"}, {"function": "pkg.m1.f0"}]`` with
+``"entries"``: each root runs once more in a fresh process, as the program does
+(``runpy`` for a ``__main__`` module), and each read is recorded with the outermost
+entry on the stack (``run_root``); the output is then ``{"runs": [...], "roots": [...]}``.
 Each run is a sequence of entries called one after the other in a *fresh* process
 (forked from this one before anything of the program was imported), so nothing
 leaks between runs; within a run, later entries see what earlier ones left behind.
@@ -113,6 +117,93 @@ def run_sequence(
     return parts
 
 
+def run_root(project: str, root: dict, entries: list[str], reads: set[tuple[str, int]]) -> dict:
+    """Run a program root the way a process does (a ``__main__`` module through
+    ``runpy``, a console script's function by calling it) and record each read with the
+    entry it ran under: the outermost entry on the stack (``None`` outside every entry),
+    as the entry-by-entry runs attribute reads to the entry they called."""
+    import runpy
+
+    prefix = os.path.join(project, "")
+    wanted = set(entries)
+    out: dict = {"reads": [], "error": None, "truncated": False}
+    state = {"steps": 0, "active": None, "frame": None, "stopped": False}
+
+    def rel(filename: str) -> str:
+        return os.path.relpath(filename, project).replace(os.sep, "/")
+
+    def local(frame, event, arg):  # type: ignore[no-untyped-def]
+        if state["stopped"]:
+            return None
+        if event == "line":
+            state["steps"] += 1
+            if state["steps"] > STEP_BUDGET:
+                state["stopped"] = True
+                out["truncated"] = True
+                raise _Budget()
+            key = (rel(frame.f_code.co_filename), frame.f_lineno)
+            if key in reads:
+                mod = sys.modules.get(plan_flag[0])
+                value = getattr(mod, plan_flag[1], "<unbound>") if mod is not None else "?"
+                out["reads"].append([state["active"], key[0], key[1], repr(value)])
+        elif event == "return" and frame is state["frame"]:
+            state["active"] = state["frame"] = None
+        return local
+
+    def global_trace(frame, event, arg):  # type: ignore[no-untyped-def]
+        if state["stopped"] or event != "call":
+            return None
+        if not frame.f_code.co_filename.startswith(prefix):
+            return None
+        if state["active"] is None:
+            name = _qualname(frame, None)
+            if name.startswith("__main__.") and "module" in root:
+                # the module runs as __main__: its functions are the root module's
+                name = root["module"] + name[len("__main__") :]
+            if name in wanted:
+                state["active"], state["frame"] = name, frame
+        return local
+
+    plan_flag = (root.get("flag_module", "pkg.state"), root.get("flag", "FLAG"))
+    sys.path.insert(0, project)
+    sys.settrace(global_trace)
+    try:
+        if "module" in root:
+            runpy.run_module(root["module"], run_name="__main__", alter_sys=True)
+        else:
+            module, _, name = root["function"].rpartition(".")
+            getattr(importlib.import_module(module), name)()
+    except _Budget:
+        pass
+    except BaseException as exc:  # noqa: BLE001 - the program may raise anything
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    finally:
+        sys.settrace(None)
+    return out
+
+
+def _root_forked(project: str, root: dict, entries: list[str], reads: set) -> dict:  # type: ignore[type-arg]
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(r)
+        signal.alarm(TIMEOUT_SECONDS)
+        try:
+            try:
+                data = {"ok": True, **run_root(project, root, entries, reads)}
+            except BaseException:  # noqa: BLE001
+                data = {"ok": False, "traceback": traceback.format_exc()}
+            with os.fdopen(w, "wb") as out:
+                out.write(json.dumps(data).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as inp:
+        raw = inp.read()
+    os.waitpid(pid, 0)
+    return json.loads(raw) if raw else {"ok": False, "traceback": "child died"}
+
+
 def _in_child(
     project: str, entries: list[str], reads: set[tuple[str, int]], flag_module: str, flag: str
 ) -> dict:
@@ -173,8 +264,17 @@ def main(argv: list[str]) -> int:
                 )
                 with open(sub_out, encoding="utf-8") as f:
                     results.extend(json.load(f))
+    root_results = [
+        _root_forked(
+            project,
+            {**root, "flag_module": flag_module, "flag": flag},
+            plan.get("entries", []),
+            reads,
+        )
+        for root in plan.get("roots", [])
+    ]
     with open(out_path, "w", encoding="utf-8") as f:
-        json.dump(results, f)
+        json.dump({"runs": results, "roots": root_results} if "roots" in plan else results, f)
     return 0
 
 

@@ -1,0 +1,144 @@
+"""Which write an entry observes: ``--set-by`` and the verdict's ``set_by``/``set_value``.
+
+A global such as SGLang's ``MOE_A2A_BACKEND`` is written at start-up from the
+configuration (``MOE_A2A_BACKEND = MoeA2ABackend(server_args.moe_a2a_backend)``) and
+switched by a context manager for the draft model
+(``speculative_moe_a2a_backend_context``). "Can ``verify`` observe it set?" is then
+answered *yes* by the configuration write alone, which is rarely the question.
+
+* ``--set-by QUALNAME`` restricts the question to the values the named setters write:
+  every other write of the flag (a configuration write, another manager) counts as
+  replacing that value, as it does at run time; restores (``FLAG = prev``) still go
+  back to the value on entry. A write counts as the setter's when it is in the setter's
+  body (a class: its ``__enter__``), or when the setter passes the value to a
+  parameterised setter (``_set(True)`` inside it).
+* Without it, every *observes set* verdict names the setter whose write it observes
+  and whether that write is a **constant** or an **unknown** value (computed at run
+  time: configuration, an argument), so a reader can tell a leaked ``True`` from a
+  configured value.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import deque
+from collections.abc import Iterable, Sequence
+
+from flagtrace.effects import FlagEffects, Setter, ValueKind, sets_flag
+from flagtrace.interpret import Interpreter
+from flagtrace.model import ConstExpr, StepKind, WitnessStep, WrittenValue
+
+
+class SetByError(Exception):
+    """A ``--set-by`` that names no function writing the flag, or several."""
+
+
+def resolve_set_by(fx: FlagEffects, specs: Iterable[str]) -> frozenset[str]:
+    """The functions whose writes ``specs`` name: a writer of the flag by its qualified
+    name or a dotted tail of it (``speculative_moe_a2a_backend_context``), a class by
+    its name (its ``__enter__``/``__aenter__``)."""
+    writers = sorted(set(fx.writes) | set(fx.setters))
+    out: set[str] = set()
+    for spec in specs:
+        matched = [w for w in writers if _names(w, spec)]
+        if not matched:
+            close = difflib.get_close_matches(spec, writers, n=3, cutoff=0.5)
+            hint = (
+                f"; functions that write it: {', '.join(close or writers[:3])}" if writers else ""
+            )
+            raise SetByError(
+                f"--set-by {spec!r} names no function that writes {fx.flag.name}{hint}"
+            )
+        owners = {_owner(w) for w in matched}
+        if len(owners) > 1:
+            raise SetByError(
+                f"--set-by {spec!r} names several writers of {fx.flag.name} "
+                f"({', '.join(sorted(owners))}); pass the qualified name"
+            )
+        out.update(matched)
+    return frozenset(out)
+
+
+def _owner(qualname: str) -> str:
+    """``pkg.Mode.__enter__`` belongs to ``pkg.Mode``."""
+    if qualname.endswith(("__enter__", "__aenter__")):
+        return qualname.rpartition(".")[0]
+    return qualname
+
+
+def _names(writer: str, spec: str) -> bool:
+    owner = _owner(writer)
+    return owner == spec or owner.endswith("." + spec)
+
+
+# ---------------------------------------------------------------------------- the observed write
+
+
+def observed_write(
+    interp: Interpreter, steps: Sequence[WitnessStep]
+) -> tuple[str | None, WrittenValue | None]:
+    """The setter whose write a witness observes (its last ``enter``/``set`` step), and
+    whether that write is a constant or an unknown value."""
+    step = next((s for s in reversed(steps) if s.step.sets_flag), None)
+    if step is None or step.callee is None:
+        return None, None
+    fx = interp.fx
+    if step.step is StepKind.ENTER:
+        setter = fx.setters.get(step.callee) or fx.setters.get(f"{step.callee}.__enter__")
+        setter = setter or fx.setters.get(f"{step.callee}.__aenter__")
+        return step.callee, _setter_value(fx, setter)
+    if step.callee == step.function:  # a write in the function itself
+        write = next(
+            (w for w in fx.writes.get(step.function, ()) if w.location == step.location), None
+        )
+        return step.function, _value(write.kind) if write is not None else WrittenValue.UNKNOWN
+    scope = interp.p.scopes.get(step.function)
+    if scope is not None:
+        site = next((i for i, c in enumerate(scope.calls) if c.location == step.location), None)
+        if site is not None:
+            found = interp.param_argument(scope, site)
+            if found is not None:  # ``set_flag(v)``: the argument is the value
+                constant = isinstance(found[1], ConstExpr)
+                return found[0], WrittenValue.CONSTANT if constant else WrittenValue.UNKNOWN
+    if step.callee in fx.setters:
+        return step.callee, _setter_value(fx, fx.setters[step.callee])
+    nearest = _nearest_setter(interp, step.callee)
+    if nearest is None:
+        return step.callee, None
+    return nearest.function, _setter_value(fx, nearest)
+
+
+def _nearest_setter(interp: Interpreter, start: str) -> Setter | None:
+    """The setter closest to ``start`` among what it calls that can change the flag (a
+    function that leaves the flag set through a callee: the callee's write is the one)."""
+    fx = interp.fx
+    seen = {start}
+    todo = deque([start])
+    while todo:
+        qn = todo.popleft()
+        setter = fx.setters.get(qn)
+        if setter is not None:
+            return setter
+        for callee in interp.graph.callees(qn):
+            if callee not in seen and callee in interp.writers:
+                seen.add(callee)
+                todo.append(callee)
+    return None
+
+
+def _setter_value(fx: FlagEffects, setter: Setter | None) -> WrittenValue | None:
+    if setter is None:
+        return None
+    initial = fx.flag.initial_kind
+    kinds = [w.kind for w in setter.writes if sets_flag(w.kind, initial) is not False]
+    if not kinds:
+        kinds = [setter.value]
+    if any(_value(k) is WrittenValue.UNKNOWN for k in kinds):
+        return WrittenValue.UNKNOWN
+    return WrittenValue.CONSTANT
+
+
+def _value(kind: ValueKind) -> WrittenValue:
+    if kind in (ValueKind.UNKNOWN, ValueKind.PARAMETER):
+        return WrittenValue.UNKNOWN
+    return WrittenValue.CONSTANT

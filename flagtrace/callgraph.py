@@ -81,6 +81,7 @@ class CallGraph:
                     guards=site.guards,
                     site=index,
                     text=site.text,
+                    approximation=callee.approximation,
                 )
                 pair = (caller, callee.qualname)
                 listed = sites.get(pair)
@@ -113,7 +114,9 @@ class CallGraph:
         added: dict[tuple[str, int], list[Callee]] = {}
         g = self._g.copy()
         for key, edge in settled:
-            added.setdefault(key, []).append(Callee(edge.callee, edge.resolution, True))
+            added.setdefault(key, []).append(
+                Callee(edge.callee, edge.resolution, True, edge.approximation)
+            )
             if edge.callee not in g:
                 g.add_node(edge.callee, analysed=True, kind="function")
             data = g.get_edge_data(edge.caller, edge.callee)
@@ -222,12 +225,16 @@ class CallGraph:
 
     def stats(self) -> GraphStats:
         counts: Counter[str] = Counter()
+        approximated: Counter[str] = Counter()
         for edge in self.edges():
             counts[edge.resolution.value] += 1
+            if edge.approximation is not None:
+                approximated[edge.approximation.value] += 1
         return GraphStats(
             nodes=self._g.number_of_nodes(),
             edges=self._g.number_of_edges(),
             by_resolution=tuple(sorted(counts.items())),
+            by_approximation=tuple(sorted(approximated.items())),
             unresolved=len(self.unresolved),
             jedi_queries=self.jedi_queries,
             jedi_edges=counts.get(Resolution.JEDI.value, 0),

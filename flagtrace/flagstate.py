@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from flagtrace.model import (
+    Approximation,
     Branch,
     Flow,
     Guard,
@@ -34,6 +35,8 @@ class SetEvent:
     location: Location
     via: str  # the setter's qualname
     text: str
+    #: an ENTER of a context manager taken from a container (``CONTAINER_CONTEXT``)
+    approximation: Approximation | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,7 @@ from flagtrace.flagstate import (
 )
 from flagtrace.guards_eval import Truth
 from flagtrace.model import (
+    Approximation,
     AttrExpr,
     Branch,
     CallExpr,
@@ -47,12 +48,15 @@ from flagtrace.model import (
     Scope,
     ScopeKind,
     StepKind,
+    SubscriptExpr,
     TryBlock,
     WithBlock,
     WriteStep,
     YieldStep,
     walk,
 )
+from flagtrace.resolve import Program
+from flagtrace.resolve.values import ElementsExpr
 
 
 class GuardOracle(Protocol):
@@ -498,7 +502,13 @@ class Interpreter:
                 else:  # class-based: __enter__'s transfer
                     now = self._apply_function(qn, before)
                 inside = self._entered_state(
-                    before, now, scope.qualname, step.location, qn, item.text
+                    before,
+                    now,
+                    scope.qualname,
+                    step.location,
+                    qn,
+                    item.text,
+                    self._enter_approximation(scope, item.expr, kind, qn),
                 )
                 exits.append((kind, before, qn))
 
@@ -541,7 +551,14 @@ class Interpreter:
         return end
 
     def _entered_state(
-        self, before: State, now: State, function: str, location: Location, cm: str, text: str
+        self,
+        before: State,
+        now: State,
+        function: str,
+        location: Location,
+        cm: str,
+        text: str,
+        approximation: Approximation | None = None,
     ) -> State:
         """The state inside a setter context manager, with where it became set:
         the ``enter`` itself unless the flag was surely set already."""
@@ -549,9 +566,27 @@ class Interpreter:
             return now
         if before.set and not before.unset:
             return State(now.unset, True, before.origin)
-        return State(
-            now.unset, True, SetEvent(StepKind.ENTER, function, location, _setter_name(cm), text)
-        )
+        event = SetEvent(StepKind.ENTER, function, location, _setter_name(cm), text, approximation)
+        return State(now.unset, True, event)
+
+    def _enter_approximation(
+        self, scope: Scope, expr: Expr, kind: str, qn: str
+    ) -> Approximation | None:
+        """``CONTAINER_CONTEXT`` when the entered context manager was taken out of
+        a container: the ``with`` item is a loop variable over one or an item of
+        one, or (a helper class) its ``__enter__`` enters one it took out of one."""
+        if kind == "class":
+            enter = self.p.scopes.get(qn)
+            sites = range(len(enter.calls)) if enter is not None else range(0)
+            taken = any(
+                c.approximation is Approximation.CONTAINER_CONTEXT and c.qualname in self.writers
+                for site in sites
+                for c in self.graph.site_callees(qn, site)
+            )
+            return Approximation.CONTAINER_CONTEXT if taken else None
+        if _from_container(self.p, scope.qualname, expr):
+            return Approximation.CONTAINER_CONTEXT
+        return None
 
     def _is_flag_write(self, step: WriteStep) -> bool:
         return self.fx.write_of(step) is not None
@@ -667,14 +702,18 @@ class Interpreter:
         ):
             return None
         now = state
-        for kind, qn in self._context_managers(scope, call.args[0].value):
+        arg = call.args[0].value
+        for kind, qn in self._context_managers(scope, arg):
             before = now
             if kind == "cm":
                 run = self.run(self.p.scopes[qn], before)
                 now = run.yields if run.yields is not None else before
             else:
                 now = self._apply_function(qn, before)
-            now = self._entered_state(before, now, scope.qualname, call.location, qn, call.text)
+            approximation = self._enter_approximation(scope, arg, kind, qn)
+            now = self._entered_state(
+                before, now, scope.qualname, call.location, qn, call.text, approximation
+            )
         return now if now is not state else None
 
     def _is_exit_stack(self, scope: Scope, expr: object) -> bool:
@@ -701,6 +740,16 @@ def _leave_through(ctx: _Ctx, state: State, exceptional: bool) -> State | None:
     finally:
         ctx.exit_handlers = handlers
     return out
+
+
+def _from_container(p: Program, qn: str, expr: Expr) -> bool:
+    """An item of a container, or a local that iterates one (``for cm in cms``)."""
+    if isinstance(expr, SubscriptExpr):
+        return True
+    return isinstance(expr, NameExpr) and any(
+        isinstance(stored, (ElementsExpr, SubscriptExpr))
+        for stored in p.assigns.get((qn, expr.name), ())
+    )
 
 
 def _setter_name(qn: str) -> str:

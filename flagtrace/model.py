@@ -638,6 +638,37 @@ class IndexResult:
 # Call graph
 
 
+class Word(str, enum.Enum):
+    """A word of the findings vocabulary: prints, formats and compares as its value."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class Approximation(Word):
+    """Which approximation of a dynamic pattern a call edge rests on: the edge is
+    no declaration's consequence but the resolver's reading of a framework idiom,
+    and the witness says which, so a reader can judge the hop.
+
+    Each member dispatches to *every* candidate the idiom allows (sound for "can
+    this run?"), so an approximated hop may be one the program never takes."""
+
+    #: ``cls(...)``/``cls.m()`` in a classmethod, ``type(self)(...)``,
+    #: ``self.__class__(...)``: built as an analysed subclass of the class that
+    #: defines the method (class-hierarchy dispatch)
+    CLASSMETHOD_FACTORY = "classmethod-factory"
+    #: a context manager taken from a list, tuple or set (filled anywhere, possibly
+    #: returned by another function) and entered in a loop, through
+    #: ``ExitStack.enter_context`` or a helper class's ``__enter__``
+    CONTAINER_CONTEXT = "container-context"
+    #: a class (or function) looked up in a dict by a key that is no literal
+    #: (``MODELS[name]``, ``REGISTRY.get(key)``): every value stored in the dict
+    DICT_REGISTRY = "dict-registry"
+    #: calling an instance runs its class's ``__call__`` (a wrapper assigned over an
+    #: attribute that held something else: every value the attribute ever held)
+    CALL_WRAPPER = "call-wrapper"
+
+
 class Resolution(enum.Enum):
     """How strong the evidence for a call edge is, strongest first."""
 
@@ -658,6 +689,8 @@ class Callee:
     qualname: str  # analysed scope, ``<builtin>.x`` or an external dotted name
     resolution: Resolution
     analysed: bool
+    #: the framework idiom the edge was inferred from, if any (see ``Approximation``)
+    approximation: Approximation | None = None
 
 
 @record
@@ -669,6 +702,7 @@ class CallEdge:
     guards: tuple[Guard, ...] = ()
     site: int = -1  # index into the caller scope's ``calls``
     text: str = ""
+    approximation: Approximation | None = None
 
 
 @record
@@ -690,6 +724,8 @@ class GraphStats:
     unresolved: int
     jedi_queries: int = 0
     jedi_edges: int = 0
+    #: call sites whose edge rests on an ``Approximation``, by its value
+    by_approximation: tuple[tuple[str, int], ...] = ()
 
 
 # --------------------------------------------------------------------------
@@ -699,13 +735,6 @@ class GraphStats:
 # reporter renders the same thing. Each enum's values are the strings the JSON
 # report has always used; members compare equal to those strings, so code that
 # reads findings as strings keeps working.
-
-
-class Word(str, enum.Enum):
-    """A word of the findings vocabulary: prints, formats and compares as its value."""
-
-    def __str__(self) -> str:
-        return str(self.value)
 
 
 class StepKind(Word):
@@ -810,6 +839,8 @@ class WitnessStep:
     before_entry: bool = False
     #: the hop's conditions, each once, as recorded (``guard`` is their display)
     guards: tuple[Guard, ...] = ()
+    #: CALL and ENTER steps: the framework idiom the hop was inferred from, if any
+    approximation: Approximation | None = None
 
 
 class CutKind(Word):

@@ -13,7 +13,15 @@ from dataclasses import dataclass
 
 from flagtrace.flagstate import UNSET, SetEvent, State
 from flagtrace.interpret import Interpreter
-from flagtrace.model import CallKind, Guard, Location, Resolution, ScopeKind, StepKind
+from flagtrace.model import (
+    Approximation,
+    CallKind,
+    Guard,
+    Location,
+    Resolution,
+    ScopeKind,
+    StepKind,
+)
 
 _FAR = (1 << 30, 0)  # the cost of a node the witness search has not reached
 
@@ -30,6 +38,7 @@ class Hop:
     guards: tuple[Guard, ...]
     text: str
     set_here: SetEvent | None  # the flag became set in ``caller`` before this call
+    approximation: Approximation | None = None  # the idiom the edge was inferred from
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +140,7 @@ class Reach:
                         call.guards,
                         call.text,
                         state.origin,
+                        c.approximation,
                     )
                     edges.append(((c.qualname, state.key), hop))
             for location, via, state, guards in run.reads:

@@ -433,6 +433,7 @@ def _preset(
                     e.text,
                     True,
                     _unique(e.guards),
+                    e.approximation,
                 )
             )
     steps.append(
@@ -613,7 +614,16 @@ def _witness_steps(interp: Interpreter, w: Witness) -> list[WitnessStep]:
             s.step.sets_flag and s.location == hop.set_here.location for s in out
         ):
             ev = hop.set_here
-            out.append(WitnessStep(ev.kind, ev.function, ev.location, ev.via, text=ev.text))
+            out.append(
+                WitnessStep(
+                    ev.kind,
+                    ev.function,
+                    ev.location,
+                    ev.via,
+                    text=ev.text,
+                    approximation=ev.approximation,
+                )
+            )
         out.append(
             WitnessStep(
                 StepKind.CALL,
@@ -624,12 +634,22 @@ def _witness_steps(interp: Interpreter, w: Witness) -> list[WitnessStep]:
                 _guards(interp, hop.caller, hop.guards),
                 hop.text,
                 guards=_unique(hop.guards),
+                approximation=hop.approximation,
             )
         )
     r = w.read
     if r.set_here is not None and not any(s.location == r.set_here.location for s in out):
         ev = r.set_here
-        out.append(WitnessStep(ev.kind, ev.function, ev.location, ev.via, text=ev.text))
+        out.append(
+            WitnessStep(
+                ev.kind,
+                ev.function,
+                ev.location,
+                ev.via,
+                text=ev.text,
+                approximation=ev.approximation,
+            )
+        )
     out.append(
         WitnessStep(
             StepKind.READ,

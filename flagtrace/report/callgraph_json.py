@@ -61,6 +61,7 @@ def _parts(report: CallGraphReport) -> Iterator[tuple[str, Any]]:
             "nodes": stats.nodes,
             "edges": stats.edges,
             "call_sites_by_resolution": dict(stats.by_resolution),
+            "call_sites_by_approximation": dict(stats.by_approximation),
             "unresolved": stats.unresolved,
             "jedi_queries": stats.jedi_queries,
             "jedi_edges": stats.jedi_edges,
@@ -88,6 +89,7 @@ def _edge(e: CallEdge) -> dict[str, Any]:
         "line": e.location.line,
         "column": e.location.column,
         "resolution": e.resolution.value,
+        "approximation": e.approximation.value if e.approximation is not None else None,
         "guards": [g.render() for g in e.guards],
         "call": e.text,
     }

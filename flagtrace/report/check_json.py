@@ -73,6 +73,7 @@ def _step(s: WitnessStep) -> dict[str, Any]:
         "step": s.step.value,
         "callee": s.callee,
         "resolution": s.resolution.value if s.resolution is not None else None,
+        "approximation": s.approximation.value if s.approximation is not None else None,
         "guard": s.guard,
         "guards": [_guard(g) for g in s.guards],
         "code": s.text,

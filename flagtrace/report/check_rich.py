@@ -150,8 +150,12 @@ def _step_row(i: int, step: WitnessStep, short: _Short) -> tuple[Text, Text]:
                 f"  [{step.resolution.value}]",
                 style="yellow" if step.resolution.weak else "dim",
             )
+        if step.approximation is not None:
+            t.append(f"  ({step.approximation.value})", style="yellow")
     elif step.step is StepKind.ENTER:
         t.append(f"enters {callee}()  (flag set from here)")
+        if step.approximation is not None:
+            t.append(f"  ({step.approximation.value})", style="yellow")
     elif step.step is StepKind.SET:
         t.append(f"sticky setter {callee}()")
     else:

@@ -64,6 +64,11 @@ def _name(qualname: str) -> str:
     return qualname.rpartition(".")[2]
 
 
+def _approximated(step: WitnessStep) -> str:
+    """`` (classmethod-factory)``: the idiom a hop was inferred from, if any."""
+    return f" ({step.approximation.value})" if step.approximation is not None else ""
+
+
 def step_message(step: WitnessStep, flag: str) -> str:
     """What a witness hop does, in one sentence, with the conditions it runs under.
 
@@ -72,9 +77,12 @@ def step_message(step: WitnessStep, flag: str) -> str:
     callee = step.callee or ""
     if step.step is StepKind.CALL:
         how = f" [{step.resolution.value}]" if step.resolution is not None else ""
-        text = f"{step.function} calls {callee}{how}"
+        text = f"{step.function} calls {callee}{how}{_approximated(step)}"
     elif step.step is StepKind.ENTER:
-        text = f"{step.function} enters {callee}(): {_name(flag)} is set from here"
+        text = (
+            f"{step.function} enters {callee}(){_approximated(step)}: "
+            f"{_name(flag)} is set from here"
+        )
     elif step.step is StepKind.SET:
         text = f"{step.function} calls the sticky setter {callee}(): {_name(flag)} is set"
     else:

@@ -166,8 +166,12 @@ def _step_line(i: int, s: WitnessStep, links: _Links, side: Change) -> str:
         what = f"calls {code(_short(s.callee or '?'))}"
         if s.resolution is not None and s.resolution.weak:
             what += f" ({inline(s.resolution.value)})"
+        if s.approximation is not None:
+            what += f" ({inline(s.approximation.value)})"
     elif s.step is StepKind.ENTER:
         what = f"**enters** {code(s.callee or '?')}: the flag is set from here"
+        if s.approximation is not None:
+            what += f" ({inline(s.approximation.value)})"
     elif s.step is StepKind.SET:
         what = f"**calls the sticky setter** {code(s.callee or '?')}"
     else:

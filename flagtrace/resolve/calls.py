@@ -13,13 +13,19 @@ from collections.abc import Iterator
 
 from flagtrace.generators import ITER_BUILTINS, RESUMING_METHODS
 from flagtrace.model import (
+    Approximation,
     AttrExpr,
     Callee,
+    CallExpr,
     CallKind,
     CallSite,
+    ContainerKind,
+    Expr,
     NameExpr,
     ParamKind,
     Resolution,
+    ScopeKind,
+    SubscriptExpr,
 )
 from flagtrace.resolve.state import BOUND, BoundSelf, CallTarget, ResolverBase, Target
 from flagtrace.resolve.values import (
@@ -32,9 +38,11 @@ from flagtrace.resolve.values import (
     INSTANCE,
     MODULE,
     SUPER,
+    ElementsExpr,
     Value,
     Values,
     is_dunder,
+    key_text,
     ordered,
     root_of,
 )
@@ -49,9 +57,36 @@ CALL_PROTOCOLS = {
 }
 _PASSTHROUGH_DECORATORS = frozenset({"staticmethod", "classmethod", "property"})
 _STRENGTH = {r: i for i, r in enumerate(Resolution)}
+#: methods of a dict that look a value up by key (a registry's ``REGISTRY.get(name)``)
+_LOOKUPS = frozenset({"get", "pop", "setdefault"})
+#: ``ExitStack``'s methods that enter the context manager they are given
+_ENTERING = frozenset({"enter_context", "enter_async_context"})
 
 #: one argument binding: (function, parameter) and the values it receives
 Binding = tuple[tuple[str, str], Values]
+
+
+def approximated_resolution(
+    resolution: Resolution, approximation: Approximation | None
+) -> Resolution:
+    """The grade of an edge inferred from a framework idiom (``Approximation``).
+
+    The one place that decides it: such an edge rests on value flow (a class
+    hierarchy, a container's contents, an attribute's every value), not on a
+    declaration, so it is never stronger than ``TYPED``, and never stronger
+    than the layer that found its receiver. The evidence grade between
+    ``resolved`` and ``by-name`` that issue 15 asks for is decided here.
+    """
+    if approximation is None:
+        return resolution
+    graded = Resolution.TYPED
+    return graded if _STRENGTH[graded] > _STRENGTH[resolution] else resolution
+
+
+def _rank(callee: Callee) -> tuple[int, bool]:
+    """Of two ways one site reaches a callee, keep the stronger; at equal strength,
+    the one that needed no approximation."""
+    return _STRENGTH[callee.resolution], callee.approximation is not None
 
 
 class Calls(ResolverBase):
@@ -74,9 +109,18 @@ class Calls(ResolverBase):
             for callee_qn, analysed, bound_self, fn in self.call_targets(value):
                 if implicit and not analysed:
                     continue
+                approximation = self.edge_approximation(
+                    qn, site, value, receiver, callee_qn, analysed
+                )
+                callee = Callee(
+                    callee_qn,
+                    approximated_resolution(resolution, approximation),
+                    analysed,
+                    approximation,
+                )
                 known = callees.get(callee_qn)
-                if known is None or _STRENGTH[resolution] < _STRENGTH[known.resolution]:
-                    callees[callee_qn] = Callee(callee_qn, resolution, analysed)
+                if known is None or _rank(callee) < _rank(known):
+                    callees[callee_qn] = callee
                 if fn is not None and resolution is not Resolution.BY_NAME:
                     # arguments flow only along typed edges: bound through every
                     # subclass of a library class that defines the method, they made
@@ -96,9 +140,17 @@ class Calls(ResolverBase):
             for method in self.p.methods_by_name.get(by_name, ()):
                 callees[method] = Callee(method, Resolution.BY_NAME, True)
         resumed = self.resumed_generators(qn, site, targets)
-        for gen in resumed:
-            if gen not in callees:
-                callees[gen] = Callee(gen, Resolution.TYPED, True)
+        if resumed:
+            from_container = self._enters_from_container(qn, site)
+            approximation = Approximation.CONTAINER_CONTEXT if from_container else None
+            for gen in resumed:
+                if gen not in callees:
+                    callees[gen] = Callee(
+                        gen,
+                        approximated_resolution(Resolution.TYPED, approximation),
+                        True,
+                        approximation,
+                    )
         # we know what is called (a class without __init__, a method of a list or
         # dict, the iteration protocol of a builtin): nothing of ours
         knowingly_empty = not callees and bool(
@@ -126,6 +178,136 @@ class Calls(ResolverBase):
             for arg in site.args:
                 values.update(self.eval(qn, arg.value))
         return frozenset(name for kind, name, _ in values if kind is GENERATOR)
+
+    # ------------------------------------------------------------ approximations
+
+    def edge_approximation(
+        self,
+        qn: str,
+        site: CallSite,
+        value: Value,
+        receiver: Value | None,
+        callee: str,
+        analysed: bool,
+    ) -> Approximation | None:
+        """Which framework idiom, if any, the edge from ``site`` to ``callee``
+        (reached through ``value``, looked up on ``receiver``) was inferred from."""
+        if not analysed:  # a library's code: no hop of a witness
+            return None
+        func = site.func
+        if value[0] is INSTANCE and callee.endswith(".__call__") and self._flowed(qn, func):
+            return Approximation.CALL_WRAPPER
+        if self._registry_lookup(qn, func):
+            return Approximation.DICT_REGISTRY
+        if self._factory_expr(qn, func):
+            built = value if value[0] is CLASS else receiver
+            if built is not None and built[0] in (CLASS, INSTANCE):
+                home = self.p.enclosing_class(qn)
+                if built[1] != home:  # a subclass, not the class the code is in
+                    return Approximation.CLASSMETHOD_FACTORY
+        return None
+
+    def _flowed(self, qn: str, func: Expr) -> bool:
+        """Is the called instance one that flowed here (an attribute, which holds
+        every value ever stored to it, a parameter, an item), rather than a local
+        assigned from a constructor (``w = Wrapper(m); w(x)``: typed by it)?"""
+        if not isinstance(func, NameExpr):
+            return True
+        where = self.binding_scope(qn, func.name)
+        if where is None or func.name in self.p.param_names.get(where, frozenset()):
+            return True
+        return not all(isinstance(e, CallExpr) for e in self.p.assigns.get((where, func.name), ()))
+
+    def _factory_expr(self, qn: str, expr: Expr) -> bool:
+        """``cls``, ``cls.attr`` (``cls`` the first parameter of a classmethod),
+        ``type(x)``, ``x.__class__``: a class that may be any analysed subclass."""
+        while isinstance(expr, AttrExpr):
+            if expr.attr == "__class__":
+                return True
+            expr = expr.base
+        if isinstance(expr, NameExpr):
+            where = self.binding_scope(qn, expr.name)
+            return where is not None and self._is_cls_parameter(where, expr.name)
+        if isinstance(expr, CallExpr):
+            call = self.p.scopes[qn].calls[expr.site]
+            return (
+                isinstance(call.func, NameExpr)
+                and call.func.name == "type"
+                and len(call.args) == 1
+                and self.binding_scope(qn, "type") is None
+            )
+        return False
+
+    def _is_cls_parameter(self, scope_qn: str, name: str) -> bool:
+        scope = self.p.scopes.get(scope_qn)
+        return (
+            scope is not None
+            and scope.kind is ScopeKind.FUNCTION
+            and bool(scope.params)
+            and scope.params[0].name == name
+            and self.is_classmethod(scope_qn)
+        )
+
+    def _registry_lookup(self, qn: str, expr: Expr, depth: int = 5) -> bool:
+        """Does the callee (or its receiver) come out of a dict by a key that is no
+        literal: ``REGISTRY[name]``, ``REGISTRY.get(name)``, what calling such a
+        value returns (``REGISTRY[name](cfg).run``), or a local assigned from one
+        of these (``cls = MODELS[arch]; cls(cfg)``), a few levels deep?"""
+        if depth == 0:
+            return False
+        if isinstance(expr, SubscriptExpr):
+            return key_text(expr.key) is None and self._holds_container(qn, expr.base)
+        if isinstance(expr, AttrExpr):
+            return self._registry_lookup(qn, expr.base, depth - 1)
+        if isinstance(expr, CallExpr):
+            call = self.p.scopes[qn].calls[expr.site]
+            func = call.func
+            if isinstance(func, AttrExpr) and func.attr in _LOOKUPS:
+                return (
+                    bool(call.args)
+                    and key_text(call.args[0].value) is None
+                    and self._holds_container(qn, func.base)
+                )
+            return self._registry_lookup(qn, func, depth - 1)
+        if isinstance(expr, NameExpr):
+            return any(
+                self._registry_lookup(qn, stored, depth - 1)
+                for stored in self.p.assigns.get((qn, expr.name), ())
+                if not isinstance(stored, ElementsExpr)
+            )
+        return False
+
+    def _holds_container(self, qn: str, expr: Expr) -> bool:
+        """Does ``expr`` hold a dict display (a registry; lists indexed by a
+        position are no lookup by name)?"""
+        containers = self.run_memo.containers
+        return any(
+            v[0] is CONTAINER
+            and v[1] in containers
+            and containers[v[1]][1].kind is ContainerKind.DICT
+            for v in self.eval(qn, expr)
+        )
+
+    def _enters_from_container(self, qn: str, site: CallSite) -> bool:
+        """Does the site consume a generator taken out of a container: an argument
+        (or the receiver of ``__enter__``) that is a loop variable over one
+        (``for cm in cms: stack.enter_context(cm)``) or an item of one?"""
+        func = site.func
+        if site.kind is CallKind.ENTER and isinstance(func, AttrExpr):
+            exprs = [func.base]  # ``with cm:``
+        elif isinstance(func, AttrExpr) and func.attr in _ENTERING:
+            exprs = [a.value for a in site.args[:1]]  # ``stack.enter_context(cm)``
+        else:
+            return False
+        for expr in exprs:
+            if isinstance(expr, SubscriptExpr):
+                return True
+            if isinstance(expr, NameExpr) and any(
+                isinstance(stored, ElementsExpr) or isinstance(stored, SubscriptExpr)
+                for stored in self.p.assigns.get((qn, expr.name), ())
+            ):
+                return True
+        return False
 
     def _builtin_receiver(self, qn: str, site: CallSite) -> bool:
         """``xs.append(x)`` on a list/dict/set display or a builtin value."""

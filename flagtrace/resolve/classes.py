@@ -23,7 +23,11 @@ class ClassModel(ResolverBase):
         external: list[str] = []
         if scope is not None and scope.parent is not None:
             for base in scope.bases:
-                for kind, name, _ in ordered(self.eval(scope.parent, base)):
+                named = [(kind, name) for kind, name, _ in ordered(self.eval(scope.parent, base))]
+                classes = [name for kind, name in named if kind is CLASS and name != cls]
+                if len(classes) > 1:  # ``class L(linear_cls)`` with a choice of classes
+                    self.run_memo.alternative_bases[cls] = tuple(classes)
+                for kind, name in named:
                     if kind is CLASS and name != cls:
                         bases.append(name)
                     elif kind is EXTERNAL:
@@ -35,6 +39,13 @@ class ClassModel(ResolverBase):
         self.run_memo.mro[cls] = result
         self.run_memo.external_bases[cls] = tuple(dict.fromkeys(external))
         return result
+
+    def alternative_bases(self, cls: str) -> tuple[str, ...]:
+        """The classes one base expression of ``cls`` may name, when it may name
+        several (``class HFLinear(linear_cls)`` with ``linear_cls`` chosen from a
+        dict): ``super()`` reaches each of them, not only the first in the MRO."""
+        self.mro(cls)
+        return self.run_memo.alternative_bases.get(cls, ())
 
     def external_bases_of(self, cls: str) -> tuple[str, ...]:
         self.mro(cls)
@@ -89,6 +100,22 @@ class ClassModel(ResolverBase):
                         index[ext].append(qn)
             self.run_memo.external_subclasses = index
         return index.get(dotted, [])
+
+    def subclasses(self, cls: str) -> tuple[str, ...]:
+        """The analysed classes that have ``cls`` in their MRO (not ``cls`` itself),
+        sorted: what ``cls(...)`` in a classmethod of ``cls`` may build
+        (``Approximation.CLASSMETHOD_FACTORY``). Bases are definitions: the
+        index is built once for the run."""
+        index = self.run_memo.subclasses
+        if index is None:
+            found: dict[str, list[str]] = defaultdict(list)
+            for qn, scope in self.p.scopes.items():
+                if scope.kind is ScopeKind.CLASS:
+                    for ancestor in self.mro(qn)[1:]:
+                        found[ancestor].append(qn)
+            index = {k: tuple(sorted(set(v))) for k, v in found.items()}
+            self.run_memo.subclasses = index
+        return index.get(cls, ())
 
     def is_classmethod(self, qn: str) -> bool:
         return DecoratorKind.CLASSMETHOD in self.decorator_kinds(qn)

@@ -232,7 +232,10 @@ class Names(ResolverBase):
                     if DecoratorKind.STATICMETHOD in kinds:
                         pass
                     elif DecoratorKind.CLASSMETHOD in kinds:
+                        # a factory builds whatever class it was called on: this
+                        # one or an analysed subclass (``Sub.from_pretrained()``)
                         out.add((CLASS, cls, 0))
+                        out.update((CLASS, sub, 0) for sub in self.subclasses(cls))
                     else:
                         out.add((INSTANCE, cls, 0))
         return out

@@ -48,6 +48,9 @@ from flagtrace.resolve.values import (
 _PROPERTIES = frozenset({DecoratorKind.PROPERTY, DecoratorKind.PROPERTY_SETTER})
 #: builtins that return their first argument when used as decorators
 PASSTHROUGH_BUILTINS = frozenset({"staticmethod", "classmethod", "property"})
+#: methods of a dict (or list) that return what it holds under their first argument
+#: (``values`` returns a view that iterates as the container does)
+CONTAINER_GETTERS = frozenset({"get", "pop", "setdefault", "values"})
 
 
 class Objects(ResolverBase):
@@ -87,7 +90,7 @@ class Objects(ResolverBase):
             out = set()
             for base in ordered(self.eval(qn, expr.base)):
                 if base[0] is CONTAINER:
-                    out |= self.container_items(base[1], key)
+                    out |= self.container_items(base[1], key, qn)
                 elif base[0] is EXTERNAL:
                     out.add(base)
             return frozenset(out)
@@ -99,7 +102,7 @@ class Objects(ResolverBase):
             return frozenset(out)
         if t is ElementsExpr:
             assert isinstance(expr, ElementsExpr)
-            return frozenset(self._elements(set(self.eval(qn, expr.value))))
+            return frozenset(self._elements(set(self.eval(qn, expr.value)), qn))
         if t is SuperExpr:
             cls = self.p.enclosing_class(qn)
             return frozenset({(SUPER, cls, 0)}) if cls else EMPTY
@@ -121,10 +124,21 @@ class Objects(ResolverBase):
                     out.add(v)
             return frozenset(out)
         if kind is INSTANCE:
+            if attr == "__class__":  # the class of the instance: this one or a subclass
+                return self.class_and_subclasses(name)
             return self.instance_attribute(name, attr)
         if kind is SUPER:
-            mro = self.mro(name)
             out = set()
+            for alternative in self.alternative_bases(name):
+                out |= {
+                    (FUNCTION, v[1], 1)
+                    if v[0] is FUNCTION and not self.is_staticmethod(v[1])
+                    else v
+                    for v in self.class_attribute(alternative, attr)
+                }
+            if out:
+                return frozenset(out)
+            mro = self.mro(name)
             for cls in mro[1:]:
                 members = self.own_member(cls, attr)
                 if members:
@@ -305,11 +319,20 @@ class Objects(ResolverBase):
                         # an instance of a library class: ext.Cls().fun -> ext.Cls.fun
                         out.add(value)
                 elif kind is BUILTIN:
-                    if name in PASSTHROUGH_BUILTINS and site.args:
+                    if name == "type" and len(site.args) == 1:  # ``type(self)``
+                        for v in ordered(self.eval(qn, site.args[0].value)):
+                            if v[0] is INSTANCE:
+                                out |= self.class_and_subclasses(v[1])
+                    elif name in PASSTHROUGH_BUILTINS and site.args:
                         out |= self.eval(qn, site.args[0].value)
                     elif name in ITER_BUILTINS and site.args:  # ``iter(g)`` is ``g``
                         out |= _generators(self.eval(qn, site.args[0].value))
             func = site.func
+            if isinstance(func, AttrExpr) and func.attr in CONTAINER_GETTERS:
+                args = [a.value for a in site.args]
+                out |= self._container_lookup(
+                    qn, func, args[0] if args else None, args[1] if len(args) > 1 else None
+                )
             if isinstance(func, AttrExpr) and func.attr in ("__iter__", "__aiter__"):
                 # a generator is its own iterator: the ``__next__`` a ``for`` makes
                 # after this resumes it (``flagtrace.generators``)
@@ -322,10 +345,38 @@ class Objects(ResolverBase):
         self.memo.call_results[key] = frozen
         return frozen
 
+    def class_and_subclasses(self, cls: str) -> Values:
+        """What ``type(obj)`` or ``obj.__class__`` may be for an instance of ``cls``:
+        ``cls`` or any analysed subclass (an instance typed ``cls`` may be of a
+        subclass; ``Approximation.CLASSMETHOD_FACTORY``)."""
+        return frozenset({(CLASS, cls, 0), *((CLASS, sub, 0) for sub in self.subclasses(cls))})
+
     # ------------------------------------------------------------ containers
 
-    def container_items(self, origin: str, key: str | None) -> Values:
-        """Values stored in a container display under ``key`` (None: any key)."""
+    def _container_lookup(
+        self, qn: str, func: AttrExpr, key: Expr | None, default: Expr | None
+    ) -> Values:
+        """``d.get(k)``, ``d.pop(k)``, ``d.setdefault(k, v)``: the values ``d``
+        holds under ``k`` (every value for a key that is no literal: a registry
+        looked up by name); ``d.values()`` iterates as ``d`` does."""
+        out: set[Value] = set()
+        for base in ordered(self.eval(qn, func.base)):
+            if base[0] is not CONTAINER:
+                continue
+            if func.attr == "values":
+                out.add(base)
+            else:
+                out |= self.container_items(base[1], key_text(key), qn)
+                if default is not None:  # ``d.get(k, fallback)``: the fallback too
+                    out |= self.eval(qn, default)
+        return frozenset(out)
+
+    def container_items(self, origin: str, key: str | None, reader: str | None = None) -> Values:
+        """Values stored in a container display under ``key`` (None: any key).
+        ``reader`` is the scope that asks: when a later round stores more into
+        the container, its call sites are resolved again (``rounds``)."""
+        if reader is not None:
+            self.container_readers[origin].add(reader)
         contents = self._container_contents(origin)
         if key is None or key not in contents:
             out: set[Value] = set()
@@ -374,13 +425,13 @@ class Objects(ResolverBase):
         self.memo.container_stores = stores
         self.memo.container_contents = {}
 
-    def _elements(self, values: set[Value]) -> set[Value]:
-        """What iterating over ``values`` yields."""
+    def _elements(self, values: set[Value], reader: str | None = None) -> set[Value]:
+        """What iterating over ``values`` yields (``reader``: see ``container_items``)."""
         out: set[Value] = set()
         for v in ordered(values):
             kind, name, _ = v
             if kind is CONTAINER:
-                out |= self.container_items(name, None)
+                out |= self.container_items(name, None, reader)
             elif kind is GENERATOR:
                 out |= self.generator_values(name)
             elif kind is INSTANCE:

@@ -40,15 +40,36 @@ class Resolver(Calls, Objects, Names, ClassModel):
         sys.setrecursionlimit(max(old_limit, 20_000))
         try:
             todo: list[str] | None = None  # None: every scope
+            stored: dict[str, dict[str, set[Value]]] = {}
             for _ in range(MAX_ROUNDS):
                 self.memo = RoundMemo()
                 self.collect_stores()
+                if todo is not None:
+                    todo = self._with_container_readers(todo, stored)
+                stored = {k: dict(v) for k, v in self.memo.container_stores.items()}
                 changed = self._one_round(todo)
                 if not changed:
                     break
                 todo = self._affected_by(changed)
         finally:
             sys.setrecursionlimit(old_limit)
+
+    def _with_container_readers(
+        self, todo: list[str], before: dict[str, dict[str, set[Value]]]
+    ) -> list[str]:
+        """``todo`` and the scopes that read a container whose stores grew since the
+        last round: a registry filled by a decorator (``REGISTRY[name] = cls`` with
+        ``cls`` a parameter) holds nothing until the decorator's parameter is bound,
+        and ``MODELS[name](...)`` elsewhere must then be resolved again."""
+        grown = [
+            origin
+            for origin, slots in self.memo.container_stores.items()
+            if slots != before.get(origin, {})
+        ]
+        extra = {qn for origin in grown for qn in self.container_readers.get(origin, ())}
+        if not extra - set(todo):
+            return todo
+        return sorted(set(todo) | extra)
 
     def _one_round(self, scopes: list[str] | None) -> set[str]:
         """Resolve the call sites of ``scopes`` (all when None) and bind arguments

@@ -87,6 +87,10 @@ class RunMemo:
     containers: dict[str, tuple[str, ContainerExpr]] = field(default_factory=dict)
     external_bases: dict[str, tuple[str, ...]] = field(default_factory=dict)
     external_subclasses: dict[str, list[str]] | None = None
+    #: class -> the classes one of its base expressions may name, if several
+    alternative_bases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: analysed class -> its analysed subclasses, direct and indirect (sorted)
+    subclasses: dict[str, tuple[str, ...]] | None = None
     decorators: dict[str, frozenset[DecoratorKind]] = field(default_factory=dict)
 
 
@@ -97,6 +101,9 @@ class ResolverBase:
     def __init__(self, program: Program) -> None:
         self.p = program
         self.param_values: dict[tuple[str, str], set[Value]] = defaultdict(set)
+        #: container origin -> scopes that read its items (resolved again when a
+        #: round stores more into it: a registry filled through a decorator's parameter)
+        self.container_readers: dict[str, set[str]] = defaultdict(set)
         self.memo = RoundMemo()
         self.run_memo = RunMemo()
 
@@ -146,7 +153,16 @@ class ResolverBase:
     def external_bases_of(self, cls: str) -> tuple[str, ...]:
         raise NotImplementedError
 
+    def alternative_bases(self, cls: str) -> tuple[str, ...]:
+        raise NotImplementedError
+
     def external_dispatch(self, dotted: str, attr: str) -> list[tuple[str, str]]:
+        raise NotImplementedError
+
+    def subclasses(self, cls: str) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def binding_scope(self, qn: str, name: str) -> str | None:
         raise NotImplementedError
 
     def is_classmethod(self, qn: str) -> bool:

@@ -247,3 +247,35 @@ def test_an_approximated_edge_is_never_stronger_than_typed(layer: Resolution) ->
     graded = approximated_resolution(layer, Approximation.DICT_REGISTRY)
     assert graded is (Resolution.TYPED if layer is Resolution.DIRECT else layer)
     assert approximated_resolution(layer, None) is layer
+
+
+def test_reporters_name_the_approximation_of_a_hop() -> None:
+    from flagtrace.model import EntryVerdict, Evidence, Location, StepKind, WitnessStep
+    from flagtrace.report.check_json import entry_dict
+    from flagtrace.report.findings import step_message
+
+    where = Location("pkg/models.py", 12)
+    call = WitnessStep(
+        StepKind.CALL,
+        "pkg.models.Base.from_config",
+        where,
+        "pkg.models.Llama.__init__",
+        Resolution.TYPED,
+        text="cls(config)",
+        approximation=Approximation.CLASSMETHOD_FACTORY,
+    )
+    enter = WitnessStep(
+        StepKind.ENTER,
+        "pkg.model.build",
+        where,
+        "pkg.contexts.ContextManagers",
+        text="ContextManagers(contexts)",
+        approximation=Approximation.CONTAINER_CONTEXT,
+    )
+    assert step_message(call, "pkg.state._flag").endswith("[typed] (classmethod-factory)")
+    assert "ContextManagers() (container-context): _flag is set" in step_message(
+        enter, "pkg.state._flag"
+    )
+    verdict = EntryVerdict("pkg.e", True, Evidence.RESOLVED, "", (enter, call))
+    steps = entry_dict(verdict)["witness"]
+    assert [s["approximation"] for s in steps] == ["container-context", "classmethod-factory"]

@@ -103,6 +103,7 @@ class Calls(ResolverBase):
         implicit = site.kind.implicit  # iteration protocol, raise: only our code
         decorator = site.kind is CallKind.DECORATOR
         arg_values: list[Values] | None = None
+        idioms: dict[str, bool] = {}  # what the callee expression is, asked once per site
         for value, resolution, receiver in targets:
             if decorator and value[0] is BUILTIN and value[1] in _PASSTHROUGH_DECORATORS:
                 continue
@@ -110,7 +111,7 @@ class Calls(ResolverBase):
                 if implicit and not analysed:
                     continue
                 approximation = self.edge_approximation(
-                    qn, site, value, receiver, callee_qn, analysed
+                    qn, site, value, receiver, callee_qn, analysed, idioms
                 )
                 callee = Callee(
                     callee_qn,
@@ -189,17 +190,26 @@ class Calls(ResolverBase):
         receiver: Value | None,
         callee: str,
         analysed: bool,
+        idioms: dict[str, bool],
     ) -> Approximation | None:
         """Which framework idiom, if any, the edge from ``site`` to ``callee``
-        (reached through ``value``, looked up on ``receiver``) was inferred from."""
+        (reached through ``value``, looked up on ``receiver``) was inferred from.
+        ``idioms`` caches, per site, what its callee expression is: the same for
+        every target of the site (a registry call can have dozens)."""
         if not analysed:  # a library's code: no hop of a witness
             return None
         func = site.func
         if value[0] is INSTANCE and callee.endswith(".__call__") and self._flowed(qn, func):
             return Approximation.CALL_WRAPPER
-        if self._registry_lookup(qn, func):
+        registry = idioms.get("registry")
+        if registry is None:
+            registry = idioms["registry"] = self._registry_lookup(qn, func)
+        if registry:
             return Approximation.DICT_REGISTRY
-        if self._factory_expr(qn, func):
+        factory = idioms.get("factory")
+        if factory is None:
+            factory = idioms["factory"] = self._factory_expr(qn, func)
+        if factory:
             built = value if value[0] is CLASS else receiver
             if built is not None and built[0] in (CLASS, INSTANCE):
                 home = self.p.enclosing_class(qn)

@@ -673,7 +673,13 @@ class Resolution(enum.Enum):
     """How strong the evidence for a call edge is, strongest first."""
 
     DIRECT = "direct"  # names bound by def/class/import
-    TYPED = "typed"  # receiver type from annotations, constructors, value flow
+    #: the callee rests on a declaration: an annotation, ``self``/``cls``/``super()``,
+    #: a constructor call whose result flows straight to the receiver, a def/class/import
+    TYPED = "typed"
+    #: the callee came through value flow only: a parameter's bound arguments, a
+    #: container, a lambda or a factory's return value (a flow-insensitive analysis
+    #: can merge what the program keeps apart, so this is likely, not certain)
+    INFERRED = "inferred"
     BY_NAME = "by-name"  # unknown receiver: every method of that name
     JEDI = "jedi"  # settled on demand by jedi
 
@@ -755,6 +761,7 @@ class Evidence(Word):
     """How strong a verdict is."""
 
     RESOLVED = "resolved"  # every hop is a direct or typed call
+    INFERRED = "inferred"  # some hop rests on value flow, none on by-name dispatch
     BY_NAME = "by-name"  # some hop needed by-name dispatch
     UNRESOLVED_CALLS = "unresolved-calls"  # a *never* verdict with unresolved calls on the way
 
@@ -841,6 +848,11 @@ class WitnessStep:
     guards: tuple[Guard, ...] = ()
     #: CALL and ENTER steps: the framework idiom the hop was inferred from, if any
     approximation: Approximation | None = None
+    #: a call inside the setter of the ``enter``/``set`` step above it, on the way
+    #: from that setter down to the function that writes the flag: it proves the
+    #: setting, not the path to the read (the next unmarked step goes on from the
+    #: function of that ``enter``/``set`` step)
+    setting: bool = False
 
 
 class CutKind(Word):

@@ -2,8 +2,10 @@
 
 Interprocedural reachability is a search over (function, state-on-entry)
 pairs, each expanded by interpreting the function's body from that state
-(``interpret``); the witness is the path with the fewest by-name hops,
-shortest among those, from the entry to a read that runs with the flag set.
+(``interpret``); the witness is the path with the fewest by-name hops, then
+the fewest inferred ones (``Resolution.INFERRED``), shortest among those, from
+the entry to a read that runs with the flag set. The step where the flag became
+set counts with its setting proof (``flagtrace.setting``).
 """
 
 from __future__ import annotations
@@ -22,8 +24,13 @@ from flagtrace.model import (
     ScopeKind,
     StepKind,
 )
+from flagtrace.setting import SettingProofs
 
 _FAR = (1 << 30, 0)  # the cost of a node the witness search has not reached
+#: one weak (by-name, jedi) hop costs as much as this many inferred ones: the
+#: first term of a cost is ``weak * _WEAK + inferred``, so that comparing it
+#: ranks by-name hops first, inferred ones second (no path has 4,096 hops)
+_WEAK = 1 << 12
 
 
 # ---------------------------------------------------------------------------- search
@@ -60,6 +67,10 @@ class Witness:
     def by_name_hops(self) -> int:
         return sum(1 for h in self.hops if h.resolution.weak)
 
+    @property
+    def inferred_hops(self) -> int:
+        return sum(1 for h in self.hops if h.resolution is Resolution.INFERRED)
+
 
 Node = tuple[str, tuple[bool, bool]]
 
@@ -73,6 +84,7 @@ class Reach:
         self.graph = interp.graph
         self.p = interp.p
         self.can_read = self._can_read()
+        self.settings = SettingProofs(interp)
         self._expanded: dict[Node, tuple[list[tuple[Node, Hop]], list[ReadHit]]] = {}
         self._costs: dict[Node, list[tuple[Node, Hop, int]]] = {}
         self._settled: set[Node] = (
@@ -168,8 +180,8 @@ class Reach:
         return edges, hits
 
     def witness(self, entry: str, start: tuple[bool, bool]) -> Witness | None:
-        """Fewest by-name hops first, then fewest hops; among equal paths, the one
-        that takes the earliest call at each step.
+        """Fewest by-name hops first, then fewest inferred ones, then fewest hops;
+        among equal paths, the one that takes the earliest call at each step.
 
         Why not a search from the entry? Entry-point discovery asks this for
         thousands of entries over the same graph; a search from each one took
@@ -257,16 +269,21 @@ class Reach:
         self._settled.update(fresh)
 
     def _costed(self, node: Node, edges: list[tuple[Node, Hop]]) -> list[tuple[Node, Hop, int]]:
-        """``node``'s edges with their weak-evidence cost, memoised: settling and
-        walking both go over them."""
+        """``node``'s edges with their evidence cost (``weak * _WEAK + inferred``),
+        memoised: settling and walking both go over them."""
         costed = self._costs.get(node)
         if costed is None:
-            costed = [
-                (nxt, hop, (1 if hop.resolution.weak else 0) + self._inferred_set_penalty(hop))
-                for nxt, hop in edges
-            ]
+            costed = [(nxt, hop, self._hop_cost(hop)) for nxt, hop in edges]
             self._costs[node] = costed
         return costed
+
+    def _hop_cost(self, hop: Hop) -> int:
+        res = hop.resolution
+        cost = _WEAK if res.weak else 1 if res is Resolution.INFERRED else 0
+        if hop.set_here is not None:
+            weak, inferred = self.settings.of_event(hop.set_here).cost
+            cost += weak * _WEAK + inferred
+        return cost + self._inferred_set_penalty(hop) * _WEAK
 
     def _inferred_set_penalty(self, hop: Hop) -> int:
         """Evidence rank of where the flag became set before this hop: entering a

@@ -38,6 +38,7 @@ from flagtrace.prune import Pruning
 from flagtrace.reach import Reach, Witness, sticky_sites
 from flagtrace.resolve import Program
 from flagtrace.setby import observed_write, resolve_set_by
+from flagtrace.setting import evidence_of
 
 MAX_UNRESOLVED_SHOWN = 5
 
@@ -476,8 +477,15 @@ def _verdict(
             witness = reach.witness(entry, (True, True))
             scope = before.scope
     if witness is not None:
-        steps = (pre if scope is not None else []) + _witness_steps(interp, witness)
-        weak = witness.by_name_hops > 0
+        # the enter/set step graded, with the calls inside the setter that set the flag
+        steps = [
+            replace(s, guard=_guards(interp, s.function, s.guards))
+            if s.setting and s.guards and s.guard is None
+            else s
+            for s in reach.settings.prove(
+                (pre if scope is not None else []) + _witness_steps(interp, witness)
+            )
+        ]
         hops = len(witness.hops)
         via = f" via {witness.read.via}()" if witness.read.via else ""
         reason = (
@@ -497,7 +505,7 @@ def _verdict(
             )
         elif scope is StickyScope.IMPORT:
             reason += "; a sticky write runs on import, before the entry runs"
-        evidence = Evidence.BY_NAME if weak else Evidence.RESOLVED
+        evidence = evidence_of(steps)
         setter, value = observed_write(interp, steps)
         return EntryVerdict(
             entry,

@@ -15,7 +15,7 @@ from flagtrace.model import Resolution
 if TYPE_CHECKING:
     from flagtrace.report import CallGraphReport, RenderOptions
 
-_STRONGEST_FIRST = (Resolution.DIRECT, Resolution.TYPED, Resolution.BY_NAME, Resolution.JEDI)
+_STRONGEST_FIRST = tuple(Resolution)  # strongest first, as declared
 
 
 def render(report: CallGraphReport, options: RenderOptions) -> Iterator[str]:

@@ -78,6 +78,7 @@ def _step(s: WitnessStep) -> dict[str, Any]:
         "guards": [_guard(g) for g in s.guards],
         "code": s.text,
         "before_entry": s.before_entry,
+        "setting": s.setting,
     }
 
 

@@ -140,16 +140,16 @@ def _step_row(i: int, step: WitnessStep, short: _Short) -> tuple[Text, Text]:
     """A witness step as a chain link: the caller is the previous line's function, so
     only what this step goes to is named (grimp's chain display), then where and the source."""
     label = Text(f"{i:>2} ", style="dim")
-    label.append(f"{step.step.value:<5}", style=_STEP_STYLE[step.step])
+    if step.setting:  # a call inside the setter above: indented under its step
+        label.append(f"  {step.step.value:<5}", style=_STEP_STYLE[step.step])
+    else:
+        label.append(f"{step.step.value:<5}", style=_STEP_STYLE[step.step])
     t = Text()
     callee = short.name(step.callee or "")
     if step.step is StepKind.CALL:
         t.append(callee)
-        if step.resolution is not None and step.resolution is not Resolution.DIRECT:
-            t.append(
-                f"  [{step.resolution.value}]",
-                style="yellow" if step.resolution.weak else "dim",
-            )
+        if step.setting:
+            t.append(f"  (in {short.name(step.function)}: sets the flag)", style="dim")
         if step.approximation is not None:
             t.append(f"  ({step.approximation.value})", style="yellow")
     elif step.step is StepKind.ENTER:
@@ -160,6 +160,10 @@ def _step_row(i: int, step: WitnessStep, short: _Short) -> tuple[Text, Text]:
         t.append(f"sticky setter {callee}()")
     else:
         t.append(f"reads the flag via {callee}()" if step.callee else "reads the flag")
+    if step.resolution is not None and step.resolution is not Resolution.DIRECT:
+        # by-name and jedi stand out; inferred too (value flow, not a declaration)
+        strong = step.resolution is Resolution.TYPED
+        t.append(f"  [{step.resolution.value}]", style="dim" if strong else "yellow")
     if step.before_entry:
         t.append(f"  (in {short.name(step.function)}, before the entry runs)", style="dim")
     t.append(f"\n{short.where(step.location)}", style="dim")

@@ -26,6 +26,7 @@ from flagtrace.model import (
     Hazard,
     Location,
     RelatedLocation,
+    Resolution,
     ReviewReport,
     StepKind,
     WitnessStep,
@@ -75,19 +76,25 @@ def step_message(step: WitnessStep, flag: str) -> str:
     Guards are source text of the analysed code: capped here (``report.text.cap``); the
     JSON encoder escapes the rest."""
     callee = step.callee or ""
+    res = step.resolution
     if step.step is StepKind.CALL:
-        how = f" [{step.resolution.value}]" if step.resolution is not None else ""
+        how = f" [{res.value}]" if res is not None else ""
         text = f"{step.function} calls {callee}{how}{_approximated(step)}"
+        if step.setting:
+            text += f", which is how the setter above sets {_name(flag)}"
     elif step.step is StepKind.ENTER:
+        how = f" [{res.value}]" if res is not None and res is not Resolution.DIRECT else ""
         text = (
-            f"{step.function} enters {callee}(){_approximated(step)}: "
+            f"{step.function} enters {callee}(){how}{_approximated(step)}: "
             f"{_name(flag)} is set from here"
         )
     elif step.step is StepKind.SET:
-        text = f"{step.function} calls the sticky setter {callee}(): {_name(flag)} is set"
+        how = f" [{res.value}]" if res is not None and res is not Resolution.DIRECT else ""
+        text = f"{step.function} calls the sticky setter {callee}(){how}: {_name(flag)} is set"
     else:
         via = f" via {callee}()" if callee else ""
-        text = f"{step.function} reads {_name(flag)}{via} while it is set"
+        how = f" [{res.value}]" if res is not None and res is not Resolution.DIRECT else ""
+        text = f"{step.function} reads {_name(flag)}{via}{how} while it is set"
     if step.before_entry:
         text += " (before the entry runs)"
     if step.guard:

@@ -34,6 +34,7 @@ from flagtrace.model import (
     FlagChanges,
     Location,
     ReaderFinding,
+    Resolution,
     ReviewFinding,
     ReviewReport,
     SetterFinding,
@@ -162,22 +163,28 @@ _TABLE_HEAD = "| code | change | flag | function | where |\n| --- | --- | --- | 
 
 def _step_line(i: int, s: WitnessStep, links: _Links, side: Change) -> str:
     """A witness step as a list item: what it does, where (linked), its source, its guard."""
+    # by-name, jedi and inferred hops say so (value flow or a guess, not a declaration)
+    how = (
+        f" ({inline(s.resolution.value)})"
+        if s.resolution is not None and (s.resolution.weak or s.resolution is Resolution.INFERRED)
+        else ""
+    )
     if s.step is StepKind.CALL:
-        what = f"calls {code(_short(s.callee or '?'))}"
-        if s.resolution is not None and s.resolution.weak:
-            what += f" ({inline(s.resolution.value)})"
+        what = f"calls {code(_short(s.callee or '?'))}{how}"
         if s.approximation is not None:
             what += f" ({inline(s.approximation.value)})"
+        if s.setting:
+            what += ", which sets the flag for the step above"
     elif s.step is StepKind.ENTER:
-        what = f"**enters** {code(s.callee or '?')}: the flag is set from here"
+        what = f"**enters** {code(s.callee or '?')}{how}: the flag is set from here"
         if s.approximation is not None:
             what += f" ({inline(s.approximation.value)})"
     elif s.step is StepKind.SET:
-        what = f"**calls the sticky setter** {code(s.callee or '?')}"
+        what = f"**calls the sticky setter** {code(s.callee or '?')}{how}"
     else:
         what = "**reads the flag**"
         if s.callee:
-            what += f" via {code(s.callee)}"
+            what += f" via {code(s.callee)}{how}"
     line = f"{i}. in {code(_short(s.function))}: {what}, at {links.to(s.location, side)}"
     if s.text:
         line += f": {code(s.text)}"

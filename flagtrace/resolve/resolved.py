@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from flagtrace.model import Callee, DecoratorKind, Expr
+from flagtrace.model import Callee, DecoratorKind, Expr, Resolution
 from flagtrace.resolve.program import Program
 from flagtrace.resolve.rounds import Resolver, SiteKey
 from flagtrace.resolve.values import (
@@ -85,6 +85,17 @@ class ValueQuery:
         """The bases of ``cls`` (through its analysed bases) outside the analysed code."""
         return self._r.external_bases_of(cls)
 
+    def grade(
+        self, qn: str, expr: Expr, generator: str | None = None, cls: str | None = None
+    ) -> Resolution:
+        """How surely ``expr`` in ``qn`` evaluates to the generator object of
+        ``generator``, or to an instance of ``cls``: ``direct``/``typed`` when a
+        declaration says so, ``inferred`` when only value flow does."""
+        if generator is not None:
+            return self._r.value_grade(qn, expr, (GENERATOR, generator, 0))
+        assert cls is not None
+        return self._r.value_grade(qn, expr, (INSTANCE, cls, 0))
+
     def methods(self, cls: str, *names: str) -> list[str]:
         """The functions bound to any of ``names`` on class ``cls`` (through its MRO)."""
         found: set[str] = set()
@@ -129,9 +140,15 @@ class ResolvedProgram:
 
 
 def resolve_program(resolver: Resolver) -> ResolvedProgram:
+    """The frozen result; typed callees that no declaration supports become
+    ``inferred`` here, once, with the last round's values (``resolve.declared``)."""
+    site_callees = {
+        key: resolver.refine_callees(key[0], key[1], callees)
+        for key, callees in resolver.site_callees.items()
+    }
     return ResolvedProgram(
         program=resolver.p,
-        site_callees=resolver.site_callees,
+        site_callees=site_callees,
         resolved_empty=frozenset(resolver.resolved_empty),
         resumed=dict(resolver.resumed),
         values=ValueQuery(resolver),

@@ -14,6 +14,7 @@ from collections import defaultdict
 from flagtrace.model import Callee
 from flagtrace.resolve.calls import Calls
 from flagtrace.resolve.classes import ClassModel
+from flagtrace.resolve.declared import Declared
 from flagtrace.resolve.names import Names
 from flagtrace.resolve.objects import Objects
 from flagtrace.resolve.program import Program
@@ -24,7 +25,7 @@ MAX_ROUNDS = 4
 SiteKey = tuple[str, int]
 
 
-class Resolver(Calls, Objects, Names, ClassModel):
+class Resolver(Calls, Declared, Objects, Names, ClassModel):
     """Runs the rounds; afterwards ``site_callees`` holds every site's callees."""
 
     def __init__(self, program: Program) -> None:

@@ -22,6 +22,7 @@ from flagtrace.model import (
     CallSite,
     ContainerExpr,
     DecoratorKind,
+    Import,
     NameExpr,
     Resolution,
     SubscriptExpr,
@@ -137,6 +138,17 @@ class ResolverBase:
         raise NotImplementedError
 
     def annotation_values(self, qn: str, annotation: str) -> Values:
+        raise NotImplementedError
+
+    def import_value(self, imp: Import) -> Values:
+        raise NotImplementedError
+
+    # -- objects (objects.py)
+
+    def instance_attribute(self, cls: str, attr: str) -> Values:
+        raise NotImplementedError
+
+    def _field_stores(self, mro: tuple[str, ...], attr: str) -> list[FieldStore]:
         raise NotImplementedError
 
     # -- classes (classes.py)

@@ -240,8 +240,9 @@ def _step_text(step: Any) -> str:
 def witness_problems(src: Source, entry: str, witness: tuple[Any, ...]) -> list[str]:
     """Why ``witness`` is not a real chain of calls ending at a real read (empty: it is)."""
     problems: list[str] = []
-    pre = [s for s in witness if s.before_entry]
-    main = [s for s in witness if not s.before_entry]
+    # the calls inside a setter that set the flag (``setting``) are no link of the chain
+    pre = [s for s in witness if s.before_entry and not s.setting]
+    main = [s for s in witness if not s.before_entry and not s.setting]
     if not main:
         return ["the witness has no steps after the entry"]
     problems += _chain_problems(src, main, entry, "read")
@@ -609,8 +610,8 @@ def check_project(root: Path, entries: list[str], pairs: bool = True) -> Outcome
 
 def classify_fp(src: Source, eo: EntryOutcome, run: EntryRun) -> str:
     """Why flagtrace says *observes set* where no fresh run saw it (a guess from the witness)."""
-    pre = [s for s in eo.witness if s.before_entry]
-    main = [s for s in eo.witness if not s.before_entry]
+    pre = [s for s in eo.witness if s.before_entry and not s.setting]
+    main = [s for s in eo.witness if not s.before_entry and not s.setting]
     if pre:
         where = (
             "in a program root that reaches the entry"

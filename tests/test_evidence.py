@@ -17,7 +17,7 @@ from flagtrace.api import build_callgraph, load_project
 from flagtrace.model import Evidence, Location, Resolution, StepKind, WitnessStep
 from flagtrace.setting import evidence_of
 
-SOURCE = '''
+SOURCE = """
 class A:
     def run(self):
         return 1
@@ -113,7 +113,7 @@ def factory_result_typed():
 def callers():
     unannotated(K())
     Holder(K(), K())
-'''
+"""
 
 CASES = [
     ("local_constructor", "pkg.mod.A.run", Resolution.TYPED),

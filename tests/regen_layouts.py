@@ -43,6 +43,7 @@ LAYOUT_CASES = (
     "witness_ties",
     "sticky_setter",
     "assume_prunes_guard",
+    "evidence_grades",  # every grade, and a setter's setting hops indented under its step
 )
 #: file name -> (format, columns)
 LAYOUTS = {

@@ -136,6 +136,42 @@ def _source(step: WitnessStep) -> str:
     return quote(linecache.getline(step.location.path, step.location.line))
 
 
+def _step_rows(
+    steps: tuple[WitnessStep, ...], short: _Short, folded: bool
+) -> Iterator[tuple[Text, Text]]:
+    """The rows of a witness. ``folded`` (the examples of a summary) gives a run of
+    setting hops one row: its length, where it ends and its weakest grade; an entry
+    asked about shows each hop (on SGLang the sticky setter's chain is eight calls)."""
+    i = 0
+    while i < len(steps):
+        step = steps[i]
+        run = 0
+        while folded and i + run < len(steps) and steps[i + run].setting:
+            run += 1
+        if run < 2:
+            yield _step_row(i + 1, step, short)
+            i += 1
+            continue
+        hops = steps[i : i + run]
+        label = Text(f"{i + 1}-{i + run}", style="dim")
+        label.append(f"  {StepKind.CALL.value:<5}", style=_STEP_STYLE[StepKind.CALL])
+        t = Text(f"{run} calls in the setter, down to {short.name(hops[-1].callee or '')}")
+        weakest = max(
+            (h.resolution for h in hops if h.resolution is not None),
+            key=list(Resolution).index,
+            default=Resolution.DIRECT,
+        )
+        if weakest is not Resolution.DIRECT:
+            strong = weakest is Resolution.TYPED
+            t.append(f"  [{weakest.value}]", style="dim" if strong else "yellow")
+        t.append(f"\n{short.where(hops[-1].location)}", style="dim")
+        src = _source(hops[-1])
+        if src:
+            t.append(f"  {src}", style="green")
+        yield label, t
+        i += run
+
+
 def _step_row(i: int, step: WitnessStep, short: _Short) -> tuple[Text, Text]:
     """A witness step as a chain link: the caller is the previous line's function, so
     only what this step goes to is named (grimp's chain display), then where and the source."""
@@ -147,9 +183,7 @@ def _step_row(i: int, step: WitnessStep, short: _Short) -> tuple[Text, Text]:
     t = Text()
     callee = short.name(step.callee or "")
     if step.step is StepKind.CALL:
-        t.append(callee)
-        if step.setting:
-            t.append(f"  (in {short.name(step.function)}: sets the flag)", style="dim")
+        t.append(callee)  # a setting hop too: the chain goes on from the setter above
         if step.approximation is not None:
             t.append(f"  ({step.approximation.value})", style="yellow")
     elif step.step is StepKind.ENTER:
@@ -164,7 +198,7 @@ def _step_row(i: int, step: WitnessStep, short: _Short) -> tuple[Text, Text]:
         # by-name and jedi stand out; inferred too (value flow, not a declaration)
         strong = step.resolution is Resolution.TYPED
         t.append(f"  [{step.resolution.value}]", style="dim" if strong else "yellow")
-    if step.before_entry:
+    if step.before_entry and not step.setting:  # a setting hop is its step's, said there
         t.append(f"  (in {short.name(step.function)}, before the entry runs)", style="dim")
     t.append(f"\n{short.where(step.location)}", style="dim")
     src = _source(step)
@@ -185,7 +219,7 @@ def _witness(e: EntryVerdict, short: _Short, reason: bool = True) -> Group:
         (f"  evidence: {e.evidence.value}, {len(e.witness)} steps", "dim"),
     )
     rows = [(Text("   entry", style="dim"), Text(short.name(e.entry)))]
-    rows.extend(_step_row(i, step, short) for i, step in enumerate(e.witness, 1))
+    rows.extend(_step_rows(e.witness, short, folded=not reason))
     if not reason:  # an example of a summary: its group already shows the setting step
         return Group(head, _grid(rows))
     return Group(head, Text(e.reason, style="dim"), *_origin(e, short), _grid(rows))

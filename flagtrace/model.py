@@ -826,7 +826,9 @@ class WitnessStep:
     as ``resolution``), ``ENTER`` (``function`` enters the setter context manager
     ``callee``), ``SET`` (``function`` calls the sticky setter ``callee``) or
     ``READ`` (``function`` reads the flag, through the accessor ``callee`` if
-    any). ``guards`` are the conditions the hop runs under in ``function`` (each
+    any). ``setting`` CALL steps follow an ``ENTER``/``SET`` step: the calls from
+    its setter down to the function that writes the flag. ``guards`` are the
+    conditions the hop runs under in ``function`` (each
     once: ``if``/``elif``/``else``, ``while``, ``case``, ``except``, early exits
     and ``assert`` above it, ``and``/``or`` operands, conditional expressions,
     comprehension filters) and ``guard`` their display, joined with ``and``
@@ -840,7 +842,9 @@ class WitnessStep:
     function: str
     location: Location
     callee: str | None = None
-    resolution: Resolution | None = None  # CALL steps only
+    #: how surely the step's callee is reached: a CALL's edge; for ENTER/SET how the
+    #: setter was reached (``flagtrace.setting``); for a READ, the accessor's call
+    resolution: Resolution | None = None
     guard: str | None = None
     text: str = ""
     before_entry: bool = False

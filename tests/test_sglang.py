@@ -205,7 +205,9 @@ def test_the_discovery_report_reads_in_about_150_lines_at_80_columns(sglang: Ind
     assert observing > 50
     text = "".join(CHECK["rich"].render(report, RenderOptions(width=80)))
     lines = text.splitlines()
-    assert len(lines) <= 170, len(lines)
+    # 159 lines before issue 15; its grade marks in the listings ("(inferred)") and the
+    # setting hops of the sticky setter (one folded row per example witness) make 190
+    assert len(lines) <= 200, len(lines)
     assert max(len(line) for line in lines) <= 80
     assert lines[0].startswith(f"{observing} entry points can run a read of _in_piecewise")
     assert "entries that observe it set, by read and setter" in text

@@ -80,8 +80,6 @@ _HIGHER_ORDER = frozenset({"map", "filter"})
 class Declared(ResolverBase):
     """The declared-only evaluation, and the refinement of typed callees it decides."""
 
-    _declared_memo: dict[object, Values]
-
     def refine_callees(
         self, qn: str, index: int, callees: tuple[Callee, ...]
     ) -> tuple[Callee, ...]:
@@ -138,13 +136,6 @@ class Declared(ResolverBase):
 
     # ------------------------------------------------------------ evaluation
 
-    def _memo(self) -> dict[object, Values]:
-        try:
-            return self._declared_memo
-        except AttributeError:
-            self._declared_memo = {}
-            return self._declared_memo
-
     def declared(self, qn: str, expr: Stored) -> Values:
         """The values ``expr`` holds in ``qn`` by declaration (see the module doc)."""
         t = type(expr)
@@ -172,7 +163,7 @@ class Declared(ResolverBase):
 
     def _guarded(self, key: object, compute: Iterable[Values]) -> Values:
         """Memoised union of ``compute``; a lookup that meets itself answers nothing."""
-        memo = self._memo()
+        memo = self.memo.declared
         found = memo.get(key)
         if found is not None:
             return found

@@ -71,6 +71,8 @@ class RoundMemo:
     external_dispatch: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
     fields_by_class: dict[str, dict[str, list[FieldStore]]] = field(default_factory=dict)
     indexing_fields: set[str] = field(default_factory=set)
+    #: declared-only values (``resolve.declared``), asked after the last round
+    declared: dict[object, Values] = field(default_factory=dict)
     #: lookups under way: a lookup that meets itself answers "nothing" (see
     #: ``values.ordered`` for why the order of visits is fixed)
     in_progress: set[object] = field(default_factory=set)

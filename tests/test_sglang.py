@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -212,7 +213,8 @@ def test_the_discovery_report_reads_in_about_150_lines_at_80_columns(sglang: Ind
     assert lines[0].startswith(f"{observing} entry points can run a read of _in_piecewise")
     assert "entries that observe it set, by read and setter" in text
     assert text.count("OBSERVES SET") == 3  # complete witnesses, each down to its read
-    assert text.count(" read  reads the flag") == 3
+    # the label column widens when a witness has setting rows ("2-9  call")
+    assert len(re.findall(r" read +reads the flag", text)) == 3
     assert "FT101 exception-leak" in text and "FT102 non-reentrant" in text
     # issue 14: program roots. SGLang's __main__ modules are roots; none reaches the
     # scheduler's sticky write (run_scheduler_process runs in processes launch_server

@@ -89,7 +89,7 @@ class Declared(ResolverBase):
             return callees
         declared = self.declared_callees(qn, self.p.scopes[qn].calls[index])
         return tuple(
-            Callee(c.qualname, Resolution.INFERRED, c.analysed)
+            Callee(c.qualname, Resolution.INFERRED, c.analysed, c.approximation)
             if c.resolution is Resolution.TYPED and c.qualname not in declared
             else c
             for c in callees

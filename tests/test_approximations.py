@@ -243,9 +243,10 @@ def test_stats_count_the_approximated_call_sites(graph: CallGraph) -> None:
 
 
 @pytest.mark.parametrize("layer", list(Resolution))
-def test_an_approximated_edge_is_never_stronger_than_typed(layer: Resolution) -> None:
+def test_an_approximated_edge_is_never_stronger_than_inferred(layer: Resolution) -> None:
     graded = approximated_resolution(layer, Approximation.DICT_REGISTRY)
-    assert graded is (Resolution.TYPED if layer is Resolution.DIRECT else layer)
+    stronger = (Resolution.DIRECT, Resolution.TYPED)
+    assert graded is (Resolution.INFERRED if layer in stronger else layer)
     assert approximated_resolution(layer, None) is layer
 
 

@@ -73,13 +73,12 @@ def approximated_resolution(
 
     The one place that decides it: such an edge rests on value flow (a class
     hierarchy, a container's contents, an attribute's every value), not on a
-    declaration, so it is never stronger than ``TYPED``, and never stronger
-    than the layer that found its receiver. The evidence grade between
-    ``resolved`` and ``by-name`` that issue 15 asks for is decided here.
+    declaration, so it is ``INFERRED`` at best (the grade between typed and
+    by-name), and never stronger than the layer that found its receiver.
     """
     if approximation is None:
         return resolution
-    graded = Resolution.TYPED
+    graded = Resolution.INFERRED
     return graded if _STRENGTH[graded] > _STRENGTH[resolution] else resolution
 
 

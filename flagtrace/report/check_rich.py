@@ -39,9 +39,11 @@ from rich.tree import Tree
 
 from flagtrace.model import (
     AnalysisReport,
+    CutKind,
     EntryVerdict,
     Evidence,
     FlagReport,
+    PrunedHop,
     Resolution,
     StepKind,
     StickyScope,
@@ -255,6 +257,36 @@ def _origin(e: EntryVerdict, short: _Short) -> list[Text]:
     return out
 
 
+def _pruned(hop: PrunedHop, short: _Short, tree: Tree) -> None:
+    """Why the witness found without pruning cannot run: the hop cut (a branch of
+    ``tree``), and under it the guard (and the ``--assume`` facts) or the class never
+    instantiated that cuts it."""
+    t = Text("cut: ", style="bold")
+    t.append(short.name(hop.function))
+    if hop.callee is not None:
+        t.append(" -> ", style="dim")
+        t.append(short.name(hop.callee))
+    t.append(f" at {short.where(hop.location)}", style="dim")
+    why = Text()
+    if hop.kind is CutKind.NOT_INSTANTIATED and hop.cls is not None:
+        why.append(short.name(hop.cls))
+        why.append(" is never instantiated", style="yellow")
+        if hop.guard is not None:
+            why.append(": its construction runs only if ", style="dim")
+    elif hop.guard is not None:
+        why.append("runs only if ", style="dim")
+    if hop.guard is not None:
+        why.append(hop.guard, style="yellow")
+        if hop.guard_location is not None:
+            why.append(f" ({short.where(hop.guard_location)})", style="dim")
+        if hop.facts:
+            why.append(", false assuming ", style="dim")
+            why.append(", ".join(hop.facts), style="cyan")
+    branch = tree.add(t)
+    if why:
+        branch.add(why)
+
+
 def _never(e: EntryVerdict, short: _Short) -> Tree:
     head = Text.assemble(
         ("never observes set ", "bold green"),
@@ -262,7 +294,12 @@ def _never(e: EntryVerdict, short: _Short) -> Tree:
         (f"  evidence: {e.evidence.value}", "dim"),
     )
     tree = Tree(head)
-    tree.add(Text(e.reason))
+    hop = e.pruned
+    if hop is None:
+        tree.add(Text(e.reason))
+    else:  # the cut hop as rows of short names, not the reason's one long sentence
+        tree.add(Text(e.reason.removesuffix(f"; pruned: {hop.reason}")))
+        _pruned(hop, short, tree)
     for loc in e.unresolved_sites:
         tree.add(Text(f"unresolved call at {short.where(loc)}", style="yellow"))
     return tree

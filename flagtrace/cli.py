@@ -288,8 +288,8 @@ def _program_options(command: Callable[..., Any]) -> Callable[..., Any]:
     default="3",
     show_default=True,
     metavar="N|all",
-    help="Full witnesses per flag in the rich report: the shortest resolved one per read and "
-    "setter (every entry's with --entry).",
+    help="Full witnesses per flag in the rich report: the strongest (then shortest) one per read "
+    "and setter (every entry's with --entry).",
 )
 @click.option(
     "--ignore",

@@ -180,7 +180,7 @@ def test_rich_shows_the_best_witness_of_each_read_and_setter_group() -> None:
     assert text.index("a: short_by_name") < text.index("b: other\n")
     heads = re.findall(r"^OBSERVES SET (\S+)", text, re.MULTILINE)
     assert heads == ["a.short", "b.other"]  # resolved beats shorter by-name
-    assert "witnesses: 2 of 4, the shortest resolved one of each group" in text
+    assert "witnesses: 2 of 4, the strongest, then shortest, one of each group" in text
     one = _rich(report, RenderOptions(width=100, witnesses=1))
     assert re.findall(r"^OBSERVES SET (\S+)", one, re.MULTILINE) == ["a.short"]
     every = _rich(report, RenderOptions(width=100, witnesses=None))

@@ -7,8 +7,8 @@ For each flag, in this order:
 2. the entries that observe it set, grouped by what they reach: the read, and the step
    where the flag became set (the witness's ``enter``/``set`` step), each group a table of
    entries with their evidence and witness length;
-3. full witnesses, only for the few that best explain the result: the shortest resolved
-   one of each read/setter group (``RenderOptions.witnesses`` of them; every entry's when
+3. full witnesses, only for the few that best explain the result: the strongest (then
+   shortest) one of each read/setter group (``RenderOptions.witnesses`` of them; every entry's when
    the entries were named on the command line);
 4. entries that never observe it set (only named entries are reported that way);
 5. setters, then hazards.
@@ -84,10 +84,17 @@ class _Group:
 
     @property
     def best(self) -> EntryVerdict:
-        """The witness that best explains the group: the shortest resolved one (else the
-        shortest), ties broken by name so that the choice does not depend on order."""
-        resolved = [e for e in self.entries if e.evidence is Evidence.RESOLVED]
-        return min(resolved or self.entries, key=lambda e: (len(e.witness), e.entry))
+        """The witness that best explains the group: the strongest evidence, then the
+        shortest, ties broken by name so that the choice does not depend on order."""
+        return min(self.entries, key=_strength_first)
+
+
+#: evidence grades, strongest first (``Evidence`` lists them in that order)
+_GRADE = {grade: rank for rank, grade in enumerate(Evidence)}
+
+
+def _strength_first(e: EntryVerdict) -> tuple[int, int, str]:
+    return (_GRADE[e.evidence], len(e.witness), e.entry)
 
 
 def _setting_step(e: EntryVerdict) -> WitnessStep | None:
@@ -125,10 +132,11 @@ def _groups(entries: Iterable[EntryVerdict]) -> list[_Group]:
 
 def _chosen(f: FlagReport, groups: list[_Group], limit: int | None) -> list[EntryVerdict]:
     """The entries whose full witness is printed: every observing one when ``limit`` is
-    None, else the best of each group, groups with the shortest best witness first."""
+    None, else the best of each group, groups with the strongest, then shortest, best
+    witness first."""
     if limit is None:
         return [e for e in f.entries if e.observes_set]
-    best = sorted((g.best for g in groups), key=lambda e: (len(e.witness), e.entry))
+    best = sorted((g.best for g in groups), key=_strength_first)
     return best[:limit]
 
 
@@ -528,7 +536,8 @@ def _flag(f: FlagReport, options: RenderOptions) -> Group:
         if len(chosen) < len(observing):
             parts.append(
                 Text(
-                    f"witnesses: {len(chosen)} of {len(observing)}, the shortest resolved one of "
+                    f"witnesses: {len(chosen)} of {len(observing)}, "
+                    "the strongest, then shortest, one of "
                     f"{'each group' if len(chosen) == len(groups) else 'the first groups'} "
                     "(--witnesses N or all for more)",
                     style="bold",

@@ -361,9 +361,14 @@ class GuardEvaluator:
         return self._env(scope).texts.get(name)
 
     def _may_decide(self, scope: Scope, text: str) -> bool:
-        if self.derived is not None or any(name in text for name in self.facts.names):
+        if any(name in text for name in self.facts.names):
             return True
         env = self._env(scope)
+        if env.derived is not None:
+            # a derived env may say which names it knows (``derived.DerivedEnv.names``)
+            names: frozenset[str] | None = getattr(env.derived, "names", None)
+            if names is None or any(name in text for name in names):
+                return True
         return any(
             name in text and any(n in value for n in self.facts.names)
             for name, value in env.texts.items()

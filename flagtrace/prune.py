@@ -50,6 +50,7 @@ from dataclasses import dataclass, replace
 
 from flagtrace.assume import Facts
 from flagtrace.callgraph import CallGraph, owner_of
+from flagtrace.derived import derive
 from flagtrace.guards_eval import Decision, GuardEvaluator, Truth
 from flagtrace.model import (
     AssumptionUse,
@@ -137,7 +138,20 @@ class Pruning:
         #: where each class is constructed (live or not), for explanations
         self.constructions: dict[str, list[tuple[str, int]]] = {}
         self.live: set[str] = set()
+        self._escaped: set[str] = set()  # classes used as values
+        self._made_by_cls: set[str] = set()  # classes built by ``cls(...)``
+        self._entry_classes: set[str] = set()  # classes of --entry methods
         self._rta(entries)
+        self.derived = derive(
+            self.p, self.values, self._subclasses, self.constructions, self._unseen, self.facts
+        )
+        #: guards the derived facts decided (for the run's figures)
+        self.derived_decided: set[Location] = set()
+        if self.derived:
+            # the facts flagtrace derives (after RTA, which needs no more than the
+            # --assume cuts: a construction a derived fact cuts still counted, soundly)
+            self.evaluator = GuardEvaluator(self.facts, self.derived.env)
+            self._cut_guards()
         self.rta_cuts: dict[SiteKey, tuple[str, ...]] = {}
         self.graph = self._pruned()
 
@@ -154,8 +168,7 @@ class Pruning:
                 for g in call.guards:
                     d = evaluator.guard(scope, g)
                     if d.truth is not Truth.UNKNOWN:
-                        for f in d.facts:
-                            self._uses[f.text].add(Location(path, g.line))
+                        self._used(d, Location(path, g.line))
                 found = evaluator.first_false(scope, call.guards)
                 if found is not None:
                     self.guard_cuts[(qn, i)] = GuardCut(qn, i, found[0], found[1], path)
@@ -166,9 +179,28 @@ class Pruning:
             return Truth.UNKNOWN
         d = self.evaluator.guard(scope, guard)
         if d.truth is not Truth.UNKNOWN:
-            for f in d.facts:
-                self._uses[f.text].add(Location(scope.location.path, guard.line))
+            self._used(d, Location(scope.location.path, guard.line))
         return d.truth
+
+    def _used(self, d: Decision, where: Location) -> None:
+        """Note which facts decided the guard at ``where`` (a derived fact is no
+        assumption: it is counted aside)."""
+        for f in d.facts:
+            uses = self._uses.get(f.text)
+            if uses is not None:
+                uses.add(where)
+            else:
+                self.derived_decided.add(where)
+
+    def _unseen(self, cls: str) -> bool:
+        """May an instance of ``cls`` be made where no construction site shows it
+        (rules 2-4 of instantiation, or ``cls(...)``)? Then no constructor constant."""
+        return (
+            cls in self._escaped
+            or any(base in self._made_by_cls for base in self.values.mro(cls))
+            or cls in self._entry_classes
+            or self._library_made(cls)
+        )
 
     def site_cut(self, scope: str, site: int) -> bool:
         return (scope, site) in self.guard_cuts
@@ -220,6 +252,7 @@ class Pruning:
                 handed_on[qn] = handed
         made_here = set(self.constructions)
         made_here.update(c for found in escapes.values() for c in found)
+        self._escaped = {c for found in escapes.values() for c in found}
         for cls in made_here:
             self._made_inside.update(self.values.mro(cls))
 
@@ -256,6 +289,7 @@ class Pruning:
         for entry in named:
             owner = p.method_class(entry)
             if owner is not None:
+                self._entry_classes.add(owner)
                 instantiate(owner)
 
         def make_root(qn: str) -> None:
@@ -289,6 +323,7 @@ class Pruning:
                     if call.kind is CallKind.CALL and self._calls_cls(scope, call.func):
                         made_by = p.method_class(scope.qualname)
                         if made_by is not None:
+                            self._made_by_cls.add(made_by)
                             for sub in sorted(self._subclasses.get(made_by, {made_by})):
                                 instantiate(sub)
                     for c in graph.site_callees(scope.qualname, i):

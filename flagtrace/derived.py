@@ -124,6 +124,9 @@ class _Writes:
     setattr_names: frozenset[str]
     any_setattr: bool  # a setattr whose name is no literal: no fact anywhere
     class_bound: frozenset[str]  # names some class body binds
+    #: names imported under another name (``from m import Runner as R``): a
+    #: construction ``R(...)`` is not spelled like the class, so it may be unseen
+    renamed: frozenset[str]
 
 
 def _writes(p: Program) -> _Writes:
@@ -131,7 +134,9 @@ def _writes(p: Program) -> _Writes:
     named: set[str] = set()
     any_setattr = False
     class_bound: set[str] = set()
+    renamed: set[str] = set()
     for qn, scope in p.scopes.items():
+        renamed.update(i.name for i in scope.imports if i.name is not None and i.alias != i.name)
         for j, a in enumerate(scope.assignments):
             if a.target.attr is not None:
                 stores.setdefault(a.target.attr, []).append((qn, j))
@@ -151,7 +156,9 @@ def _writes(p: Program) -> _Writes:
         if scope.kind is ScopeKind.CLASS:
             class_bound.update(scope.local_names)
             class_bound.update(c.rpartition(".")[2] for c in scope.children)
-    return _Writes(stores, frozenset(named), any_setattr, frozenset(class_bound))
+    return _Writes(
+        stores, frozenset(named), any_setattr, frozenset(class_bound), frozenset(renamed)
+    )
 
 
 def derive(
@@ -201,6 +208,8 @@ def _constructor_constants(
 ) -> dict[str, Fact]:
     init = p.scopes.get(f"{cls}.__init__")
     if init is None or not made or len(init.params) < 1 or unseen_instances(cls):
+        return {}
+    if p.scopes[cls].name in writes.renamed:
         return {}
     params = {prm.name: k for k, prm in enumerate(init.params)}
     rebound = {a.target.name for a in init.assignments if a.target.name is not None}

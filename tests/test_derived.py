@@ -66,6 +66,11 @@ def test_a_constant_every_construction_passes_decides_the_guards_of_the_methods(
         ("\nREGISTRY = {'runner': Runner}\n", "the class escapes as a value"),
         ("\nclass Sub(Runner):\n    pass\n", "a subclass"),
         ("\nclass Other:\n    is_draft = False\n", "a class body binds the name"),
+        (
+            "\nfrom pkg.work import Runner as R\n\n"
+            "def other():\n    return R('t', is_draft=False)\n",
+            "a construction under another name",
+        ),
     ],
 )
 def test_no_constant_is_derived_when_another_write_or_construction_may_exist(

@@ -11,6 +11,7 @@ over the runs this module computes.
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -125,27 +126,37 @@ class Interpreter:
         """Least fixpoint: every function starts as 'never returns' and only gains
         exits, so a cycle cannot keep a state alive that no path produces.
 
-        Each function's run records whose transfers it read (through calls,
-        entered context managers, exits); only those readers run again when a
-        transfer grows. Transfers are four booleans per
-        function that only ever go from False to True, so this terminates. Each
-        pass runs, in callee-first order, only the functions marked dirty (a
-        transfer they read grew): acyclic code runs once per entry state, and a
-        cycle reruns only what its growth reaches."""
+        Functions run in callees-first order (the call graph's strongly connected
+        components in reverse topological order), from a worklist that always takes
+        the dirty function earliest in that order. So a component is iterated to its
+        own fixpoint before any caller runs: a caller reads its callees' final
+        transfers and runs once per entry state, instead of once more for each round
+        of a cycle below it. Each run records whose transfers it read (calls, entered
+        context managers, exits); only those readers become dirty when a transfer
+        grows. A read the call graph does not order (a class's ``__enter__`` reached
+        through its constructor) is still safe: the reader becomes dirty, and runs
+        next. Transfers are four booleans per function that only ever go from False
+        to True, so this terminates, and the least fixpoint does not depend on the
+        order (only its cost does)."""
         for qn in self.writers:
             for entry_set in (False, True):
                 self.transfer[(qn, entry_set)] = (False, False)
                 self.raise_transfer[(qn, entry_set)] = (False, False)
         readers: dict[str, set[str]] = {}
         order = self._callees_first()
-        dirty = set(order)
-        while dirty:  # passes in callees-first order; a clean function is skipped
-            for qn in order:
-                if qn not in dirty:
-                    continue
-                dirty.discard(qn)
-                if self._run_transfer(qn, readers):
-                    dirty.update(readers.get(qn, ()))
+        position = {qn: i for i, qn in enumerate(order)}
+        dirty = list(range(len(order)))  # a heap of positions in ``order``; sorted is a heap
+        queued = set(dirty)
+        while dirty:
+            i = heapq.heappop(dirty)
+            queued.discard(i)
+            qn = order[i]
+            if self._run_transfer(qn, readers):
+                for reader in readers.get(qn, ()):
+                    j = position.get(reader)
+                    if j is not None and j not in queued:
+                        queued.add(j)
+                        heapq.heappush(dirty, j)
 
     def _run_transfer(self, qn: str, readers: dict[str, set[str]]) -> bool:
         """Interpret ``qn`` from both entry states; grow its transfers. True if they grew."""

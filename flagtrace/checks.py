@@ -148,12 +148,12 @@ class _Judge:
             return False
         if self._kind(caller) is not SetterKind.FUNCTION:
             return True
-        after = self.interp.transfer.get((caller, False))
+        after = self.interp.returns(caller)
         return after is not None and not after[1]
 
     def _can_return_set(self, qn: str) -> bool:
         """Can the function ``qn``, entered with the flag unset, return with it set?"""
-        after = self.interp.transfer.get((qn, False))
+        after = self.interp.returns(qn)
         return after is None or bool(after[1])
 
     def subjects(self) -> dict[str, SetterKind]:
@@ -310,7 +310,7 @@ class _Judge:
                 )
                 return
         else:
-            after = self.interp.transfer.get((qn, False))
+            after = self.interp.returns(qn)
             param_setter = setter is not None and any(
                 w.kind is ValueKind.PARAMETER for w in setter.writes
             )

@@ -197,6 +197,7 @@ class FlagEffects:
         self._alias_memo: dict[tuple[str, str], bool] = {}
         self._shared = shared
         self._saved_memo: dict[str, set[str]] = {}
+        self._accessor_memo: dict[tuple[str, int], tuple[str, ...]] = {}
         self._find_writes_and_reads()
         self.accessors: set[str] = self._find_accessors()
         self.setters: dict[str, Setter] = self._find_setters()
@@ -227,12 +228,18 @@ class FlagEffects:
     def write_of(self, step: WriteStep) -> Write | None:
         return self._write_step_kind.get(id(step))
 
-    def accessor_callees(self, scope: Scope, site: int) -> list[str]:
-        return [
-            c.qualname
-            for c in self.graph.site_callees(scope.qualname, site)
-            if c.qualname in self.accessors
-        ]
+    def accessor_callees(self, scope: Scope, site: int) -> tuple[str, ...]:
+        """The accessors (``is_on()``) a call site may call; memoised, as the
+        interpreter asks at every run of the site and by-name sites are wide."""
+        key = (scope.qualname, site)
+        memo = self._accessor_memo.get(key)
+        if memo is None:
+            memo = self._accessor_memo[key] = tuple(
+                c.qualname
+                for c in self.graph.site_callees(scope.qualname, site)
+                if c.qualname in self.accessors
+            )
+        return memo
 
     # -- discovery
 

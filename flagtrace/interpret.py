@@ -93,7 +93,16 @@ class Interpreter:
         self._protected_memo: dict[str, bool] = {}
         self._reading: set[str] | None = None  # transfers read by the run in progress
         self._site_memo: dict[tuple[str, int], tuple[bool, tuple[str, ...], tuple[str, ...]]] = {}
-        self._compute_transfers()
+        self._param_memo: dict[str, str | None] = {}
+        self._last_param_memo: dict[tuple[str, int], int] = {}
+        # the demand-driven solver's state (see ``_compute_transfers``)
+        self._readers: dict[str, set[str]] = {}  # whose runs read a function's transfer
+        self._key: dict[str, tuple[int, int]] = {}  # the functions activated, to order the heap
+        self._named: dict[tuple[int, int], str] = {}
+        self._dirty: list[tuple[int, int]] = []  # a heap of keys
+        self._queued: set[tuple[int, int]] = set()
+        self._batches = 0
+        self._solving = False
 
     # ---------------------------------------------------------------- transfers
 
@@ -114,55 +123,90 @@ class Interpreter:
         """(may be unset, may be set) after ``qn`` returns normally; records the read."""
         if self._reading is not None:
             self._reading.add(qn)
+        if qn in self.writers and qn not in self._key:
+            self._compute_transfers(qn)
         return self.transfer.get((qn, entry_set), (entry_set is False, entry_set))
 
     def _raised(self, qn: str, entry_set: bool) -> tuple[bool, bool]:
         """(may be unset, may be set) when an exception leaves ``qn``; records the read."""
         if self._reading is not None:
             self._reading.add(qn)
+        if qn in self.writers and qn not in self._key:
+            self._compute_transfers(qn)
         return self.raise_transfer.get((qn, entry_set), (False, False))
 
-    def _compute_transfers(self) -> None:
-        """Least fixpoint: every function starts as 'never returns' and only gains
-        exits, so a cycle cannot keep a state alive that no path produces.
+    def returns(self, qn: str, entry_set: bool = False) -> tuple[bool, bool] | None:
+        """(may be unset, may be set) after ``qn`` returns normally, entered with
+        the flag set or not; None for a function that cannot change the flag."""
+        if qn not in self.writers:
+            return None
+        return self._transfer(qn, entry_set)
 
-        Functions run in callees-first order (the call graph's strongly connected
-        components in reverse topological order), from a worklist that always takes
-        the dirty function earliest in that order. So a component is iterated to its
-        own fixpoint before any caller runs: a caller reads its callees' final
-        transfers and runs once per entry state, instead of once more for each round
-        of a cycle below it. Each run records whose transfers it read (calls, entered
+    def may_leave_set(self, qn: str) -> bool:
+        """Can ``qn``, entered with the flag unset, return or raise with it set?"""
+        if qn not in self.writers:
+            return False
+        return self._transfer(qn, False)[1] or self._raised(qn, False)[1]
+
+    def _compute_transfers(self, qn: str) -> None:
+        """The transfers of ``qn`` and of every function they depend on, on demand.
+
+        Least fixpoint: every function starts as 'never returns' and only gains
+        exits, so a cycle cannot keep a state alive that no path produces. Only
+        what a question reads is computed: ``scan`` judges 144 flags on SGLang, and
+        a flag written by a setup function has thousands of transitive callers
+        whose transfers no hazard check looks at (one flag took 113 s computing
+        them all). The least fixpoint on a set of functions closed under "reads the
+        transfer of" is the same as on all of them, so the answers do not depend on
+        what was asked before.
+
+        Asking for ``qn`` activates it and the writers it calls, transitively (a
+        batch), ordered callees first (the strongly connected components in
+        reverse topological order), and runs a worklist that always takes the
+        dirty function earliest in that order: a component settles before its
+        callers run. Each run records whose transfers it read (calls, entered
         context managers, exits); only those readers become dirty when a transfer
-        grows. A read the call graph does not order (a class's ``__enter__`` reached
-        through its constructor) is still safe: the reader becomes dirty, and runs
-        next. Transfers are four booleans per function that only ever go from False
-        to True, so this terminates, and the least fixpoint does not depend on the
-        order (only its cost does)."""
-        for qn in self.writers:
-            for entry_set in (False, True):
-                self.transfer[(qn, entry_set)] = (False, False)
-                self.raise_transfer[(qn, entry_set)] = (False, False)
-        readers: dict[str, set[str]] = {}
-        order = self._callees_first()
-        position = {qn: i for i, qn in enumerate(order)}
-        dirty = list(range(len(order)))  # a heap of positions in ``order``; sorted is a heap
-        queued = set(dirty)
-        while dirty:
-            i = heapq.heappop(dirty)
-            queued.discard(i)
-            qn = order[i]
-            if self._run_transfer(qn, readers):
-                for reader in readers.get(qn, ()):
-                    j = position.get(reader)
-                    if j is not None and j not in queued:
-                        queued.add(j)
-                        heapq.heappush(dirty, j)
+        grows. A read of a function not yet active (a class's ``__enter__``
+        reached through its constructor, which the call graph does not order)
+        activates its batch ahead of everything queued, and the reader runs again
+        once that grows. Transfers are four booleans per function that only ever
+        go from False to True, so this terminates, and the fixpoint does not
+        depend on the order (only its cost does)."""
+        batch = self._batch(qn)
+        if batch:
+            self._batches += 1
+            for i, member in enumerate(batch):
+                key = (-self._batches, i)  # a later batch is read by what runs now
+                self._key[member] = key
+                self._named[key] = member
+                self._queued.add(key)
+                heapq.heappush(self._dirty, key)
+                for entry_set in (False, True):
+                    self.transfer[(member, entry_set)] = (False, False)
+                    self.raise_transfer[(member, entry_set)] = (False, False)
+        if self._solving:
+            return  # the worklist running now takes the batch first
+        self._solving = True
+        try:
+            while self._dirty:
+                key = heapq.heappop(self._dirty)
+                self._queued.discard(key)
+                member = self._named[key]
+                if self._run_transfer(member, self._readers):
+                    for reader in self._readers.get(member, ()):
+                        rkey = self._key.get(reader)
+                        if rkey is not None and rkey not in self._queued:
+                            self._queued.add(rkey)
+                            heapq.heappush(self._dirty, rkey)
+        finally:
+            self._solving = False
 
     def _run_transfer(self, qn: str, readers: dict[str, set[str]]) -> bool:
         """Interpret ``qn`` from both entry states; grow its transfers. True if they grew."""
         scope = self.p.scopes.get(qn)
         if scope is None or scope.kind is ScopeKind.CLASS:
             return False
+        outer = self._reading
         self._reading = set()
         changed = False
         try:
@@ -181,23 +225,39 @@ class Interpreter:
             for callee in self._reading:
                 readers.setdefault(callee, set()).add(qn)
         finally:
-            self._reading = None
+            self._reading = outer
         return changed
 
-    def _callees_first(self) -> list[str]:
-        """The writers, callees before callers where the call graph allows (the
-        strongly connected components in reverse topological order)."""
+    def _writer_callees(self, qn: str) -> set[str]:
+        """The writers some call site of ``qn`` may call (its own body's sites)."""
+        scope = self.p.scopes.get(qn)
+        out: set[str] = set()
+        for site in range(len(scope.calls) if scope is not None else 0):
+            out.update(
+                c.qualname
+                for c in self.graph.site_callees(qn, site)
+                if c.qualname in self.writers and c.qualname != qn
+            )
+        return out
+
+    def _batch(self, qn: str) -> list[str]:
+        """``qn`` and the writers it calls, transitively, not yet active: callees
+        before callers where the call graph allows (the strongly connected
+        components in reverse topological order)."""
         import networkx as nx
 
         graph = nx.DiGraph()
-        graph.add_nodes_from(sorted(self.writers))
-        for (qn, _), callees in self.graph.call_sites():
-            if qn in self.writers:
-                graph.add_edges_from(
-                    (qn, c.qualname)
-                    for c in callees
-                    if c.qualname in self.writers and c.qualname != qn
-                )
+        seen: set[str] = set()
+        todo = [qn]
+        while todo:
+            member = todo.pop()
+            if member in seen or member in self._key:
+                continue
+            seen.add(member)
+            graph.add_node(member)
+            callees = self._writer_callees(member)
+            graph.add_edges_from((member, c) for c in callees if c not in self._key)
+            todo.extend(callees)
         condensed = nx.condensation(graph)
         order: list[str] = []
         for component in reversed(
@@ -254,7 +314,17 @@ class Interpreter:
             return state
         result: State | None = state if passive else None
         call = scope.calls[site]
-        for qn in active:
+        last_param_setter = self._last_param_setter(scope.qualname, site, active)
+        for i, qn in enumerate(active):
+            if (
+                result is not None
+                and result.unset
+                and result.set
+                and (result.origin is not None or i > last_param_setter)
+            ):
+                # nothing joined from here on can change the state: a plain callee's
+                # origin is the entry's or the call's, and the first origin wins
+                break
             param_write = self._parameter_write(qn)
             if param_write is not None:
                 result = join(result, self._param_setter(scope, call, qn, param_write, state))
@@ -312,10 +382,25 @@ class Interpreter:
         return False
 
     def _parameter_write(self, qn: str) -> str | None:
-        for w in self.fx.writes.get(qn, ()):
-            if w.kind is ValueKind.PARAMETER:
-                return w.param
-        return None
+        """The parameter ``qn`` writes to the flag (``set_x(v)``), or None."""
+        if qn in self._param_memo:
+            return self._param_memo[qn]
+        found = next(
+            (w.param for w in self.fx.writes.get(qn, ()) if w.kind is ValueKind.PARAMETER), None
+        )
+        self._param_memo[qn] = found
+        return found
+
+    def _last_param_setter(self, qualname: str, site: int, active: tuple[str, ...]) -> int:
+        """The position of a site's last active callee that writes a parameter, or -1."""
+        memo = self._last_param_memo.get((qualname, site))
+        if memo is None:
+            memo = max(
+                (i for i, qn in enumerate(active) if self._parameter_write(qn) is not None),
+                default=-1,
+            )
+            self._last_param_memo[(qualname, site)] = memo
+        return memo
 
     def _param_setter(self, scope: Scope, call: object, qn: str, param: str, state: State) -> State:
         """``set_flag(True)``: the argument decides."""
@@ -648,6 +733,8 @@ class Interpreter:
         this function. The call's normal continuation is ``apply_call``'s."""
         exc: State | None = None
         for qn in self._site_callees(scope.qualname, site)[2]:
+            if exc is not None and exc.unset and exc.set:
+                break  # saturated: a later callee's origin would not be the first
             outs = []
             if state.unset:
                 outs.append(self._raised(qn, False))

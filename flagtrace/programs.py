@@ -324,10 +324,7 @@ class StickyWrites:
                 or interp.graph.callers(qn)
             ):
                 continue
-            if (
-                interp.transfer.get((qn, False), (True, False))[1]
-                or interp.raise_transfer.get((qn, False), (False, False))[1]
-            ):
+            if interp.may_leave_set(qn):
                 return True
         return False
 
@@ -370,10 +367,7 @@ def _leakers(interp: Interpreter) -> list[str]:
             or any(w.param is not None for w in interp.fx.writes.get(qn, ()))
         ):
             continue
-        if (
-            interp.transfer.get((qn, False), (True, False))[1]
-            or interp.raise_transfer.get((qn, False), (False, False))[1]
-        ):
+        if interp.may_leave_set(qn):
             out.append(qn)
     return out
 

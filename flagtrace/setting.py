@@ -294,9 +294,6 @@ class SettingProofs:
                 run = self.i.run(self.p.scopes[qn], UNSET)
                 memo = run.yields is not None and run.yields.set
             else:
-                memo = (
-                    self.i.transfer.get((qn, False), (True, False))[1]
-                    or self.i.raise_transfer.get((qn, False), (False, False))[1]
-                )
+                memo = self.i.may_leave_set(qn)
             self._leaves[qn] = memo
         return memo

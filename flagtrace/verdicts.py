@@ -377,10 +377,7 @@ def _preset(
                 or scope.name in ("__enter__", "__aenter__")
             ):
                 continue
-            leaves_set = (
-                interp.transfer.get((qn, False), (True, False))[1]
-                or interp.raise_transfer.get((qn, False), (False, False))[1]
-            )
+            leaves_set = interp.may_leave_set(qn)
             if (
                 leaves_set
                 and not graph.callers(qn)

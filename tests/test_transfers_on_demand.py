@@ -79,9 +79,7 @@ def test_fixture_transfers_do_not_depend_on_the_order_of_questions(case: Path) -
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_generated_program_transfers_do_not_depend_on_the_order(
-    seed: int, tmp_path: Path
-) -> None:
+def test_generated_program_transfers_do_not_depend_on_the_order(seed: int, tmp_path: Path) -> None:
     root = random_program(seed, frozenset()).write(tmp_path)
     assert_order_free(root, [FLAG_QUALNAME])
 

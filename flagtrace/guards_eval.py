@@ -123,8 +123,11 @@ def value_of(expr: GuardExpr, env: Env, depth: int = 0) -> tuple[object, tuple[F
     """The constant ``expr`` evaluates to under ``env`` (``NO_VALUE`` if unknown)."""
     if isinstance(expr, GuardConst):
         return literal(expr.value), ()
-    if isinstance(expr, GuardUnknown):  # a literal display: ``("a", "b")``
-        return literal(expr.text), ()
+    if isinstance(expr, GuardUnknown):  # a literal display: ``("a", "b")``, or ``n % 2``
+        value = literal(expr.text)
+        if value is NO_VALUE and depth < MAX_LOCAL_DEPTH:
+            return _arithmetic(expr.text, env, depth + 1)
+        return value, ()
     if isinstance(expr, (GuardPath, GuardCall)):
         known = env.value(expr)
         if known is not None:
@@ -138,6 +141,54 @@ def value_of(expr: GuardExpr, env: Env, depth: int = 0) -> tuple[object, tuple[F
     if d.truth is Truth.UNKNOWN:
         return NO_VALUE, ()
     return d.truth is Truth.TRUE, d.facts
+
+
+#: integer arithmetic a guard may do on constants and locals (``n % 2 == 1``)
+_ARITHMETIC: dict[type[ast.operator], Callable[[int, int], int]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Mod: operator.mod,
+    ast.FloorDiv: operator.floordiv,
+}
+#: operands larger than this are not multiplied (the text is untrusted)
+_MAX_OPERAND = 1 << 32
+
+
+def arithmetic_operands(text: str) -> tuple[type[ast.operator], GuardExpr, GuardExpr] | None:
+    """``a OP b`` with ``OP`` one of ``+ - * % //``: the operator and both operands
+    in the guard vocabulary; None for anything else."""
+    if len(text) > MAX_LOCAL_TEXT:
+        return None
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+    if not isinstance(node, ast.BinOp) or type(node.op) not in _ARITHMETIC:
+        return None
+    source = text.strip()
+    try:
+        return type(node.op), _from_ast(node.left, source), _from_ast(node.right, source)
+    except RecursionError:
+        return None
+
+
+def _arithmetic(text: str, env: Env, depth: int) -> tuple[object, tuple[Fact, ...]]:
+    """The value of ``a OP b`` on two known integers (``NO_VALUE`` otherwise)."""
+    parts = arithmetic_operands(text)
+    if parts is None:
+        return NO_VALUE, ()
+    op, left_expr, right_expr = parts
+    left, lf = value_of(left_expr, env, depth)
+    right, rf = value_of(right_expr, env, depth)
+    if type(left) is not int or type(right) is not int:
+        return NO_VALUE, ()
+    if abs(left) > _MAX_OPERAND or abs(right) > _MAX_OPERAND:
+        return NO_VALUE, ()
+    try:
+        return _ARITHMETIC[op](left, right), tuple(dict.fromkeys((*lf, *rf)))
+    except ZeroDivisionError:
+        return NO_VALUE, ()
 
 
 def _bool(expr: GuardBool, env: Env, depth: int) -> Decision:
@@ -360,6 +411,30 @@ class GuardEvaluator:
         """The value's source of ``name`` when it is a local of ``scope`` assigned once."""
         return self._env(scope).texts.get(name)
 
+    def _closed(self, scope: Scope, expr: GuardExpr | None, depth: int = 0) -> bool:
+        """Is ``expr`` made of constants, and of locals assigned once whose values
+        are (``if False``, ``n = 2; if n == 0``)? Then it needs no fact at all: its
+        value is the same in every run (a local assigned once holds that value
+        wherever it is bound)."""
+        if expr is None or depth > MAX_LOCAL_DEPTH:
+            return False
+        if isinstance(expr, GuardConst):
+            return True
+        if isinstance(expr, GuardUnknown):
+            if literal(expr.text) is not NO_VALUE:
+                return True
+            parts = arithmetic_operands(expr.text)
+            return parts is not None and all(self._closed(scope, e, depth + 1) for e in parts[1:])
+        if isinstance(expr, GuardNot):
+            return self._closed(scope, expr.operand, depth)
+        if isinstance(expr, GuardBool):
+            return all(self._closed(scope, o, depth) for o in expr.operands)
+        if isinstance(expr, GuardCompare):
+            return self._closed(scope, expr.left, depth) and self._closed(scope, expr.right, depth)
+        if isinstance(expr, GuardPath) and "." not in expr.path:
+            return self._closed(scope, self._env(scope).local(expr.path), depth + 1)
+        return False
+
     def _may_decide(self, scope: Scope, text: str) -> bool:
         if any(name in text for name in self.facts.names):
             return True
@@ -375,8 +450,6 @@ class GuardEvaluator:
         )
 
     def guard(self, scope: Scope, guard: Guard) -> Decision:
-        if not self.facts and self.derived is None:
-            return UNKNOWN
         if guard.expr is None or guard.kind in (GuardKind.EXCEPT, GuardKind.CASE):
             return UNKNOWN
         key = (scope.qualname, guard)
@@ -384,12 +457,21 @@ class GuardEvaluator:
         if memo is not None:
             return memo
         d = UNKNOWN
-        if self._may_decide(scope, guard.text):
+        if self._may_decide(scope, guard.text) or self._closed(scope, guard.expr):
             d = evaluate(guard.expr, self._env(scope))
             if guard.negated:
                 d = Decision(d.truth.negate(), d.facts)
         self._memo[key] = d
         return d
+
+    def constant(self, scope: Scope, text: str) -> object:
+        """The value of the expression ``text`` in ``scope`` when it is made of
+        constants and locals assigned once (``n > 1`` after ``n = 0``); ``NO_VALUE``
+        otherwise (facts are not asked: a value needs no assumption here)."""
+        expr = parse_guard(text)
+        if not self._closed(scope, expr):
+            return NO_VALUE
+        return value_of(expr, self._env(scope))[0]
 
     def first_false(self, scope: Scope, guards: Sequence[Guard]) -> tuple[Guard, Decision] | None:
         """The first of ``guards`` that is false under the facts, with its decision."""

@@ -48,7 +48,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
-from flagtrace.assume import Facts
+from flagtrace.assume import NO_VALUE, Facts
 from flagtrace.callgraph import CallGraph, owner_of
 from flagtrace.derived import derive
 from flagtrace.guards_eval import Decision, GuardEvaluator, Truth
@@ -120,12 +120,13 @@ class Pruning:
         self.p = graph.program
         self.values = graph.values
         self.facts = facts if facts is not None else Facts(())
-        self.evaluator = GuardEvaluator(self.facts) if self.facts else None
+        # without facts too: a guard made of constants and locals assigned once
+        # (``if False``, ``n = 2; if n == 0``) has one value in every run
+        self.evaluator: GuardEvaluator | None = GuardEvaluator(self.facts)
         self.guard_cuts: dict[SiteKey, GuardCut] = {}
         #: every fact's decided guards: fact text -> guard locations
         self._uses: dict[str, set[Location]] = {f.text: set() for f in self.facts.facts}
-        if self.evaluator is not None:
-            self._cut_guards()
+        self._cut_guards()
         self._subclasses: dict[str, set[str]] = {}
         self._value_names: frozenset[str] = frozenset()
         self._cuttable_memo: dict[str, str | None] = {}
@@ -181,6 +182,20 @@ class Pruning:
         if d.truth is not Truth.UNKNOWN:
             self._used(d, Location(scope.location.path, guard.line))
         return d.truth
+
+    def decided(self, scope: Scope, guard: Guard) -> Truth:
+        """``truth`` without noting the facts used (``flagtrace.noreturn`` asks about
+        guards the report does not show)."""
+        if self.evaluator is None:
+            return Truth.UNKNOWN
+        return self.evaluator.guard(scope, guard).truth
+
+    def constant(self, scope: Scope, text: str) -> object:
+        """The value of an expression of ``scope`` that only constants and locals
+        assigned once make up (``NO_VALUE`` otherwise)."""
+        if self.evaluator is None:
+            return NO_VALUE
+        return self.evaluator.constant(scope, text)
 
     def _used(self, d: Decision, where: Location) -> None:
         """Note which facts decided the guard at ``where`` (a derived fact is no
@@ -596,7 +611,7 @@ class Pruning:
             step.callee,
             step.location,
             f"{step.function} {_verb(step)} at {step.location.short} only if {shown} "
-            f"({where.short}), false when {' and '.join(facts)}",
+            f"({where.short}), {_false_when(facts)}",
             shown,
             where,
             facts,
@@ -625,7 +640,7 @@ class Pruning:
             more = f" (and {len(cuts) - 1} more)" if len(cuts) > 1 else ""
             why = (
                 f"its construction {call.text} at {call.location.short} in {owner}{more} "
-                f"runs only if {guard_text} ({guard_at.short}), false when {' and '.join(facts)}"
+                f"runs only if {guard_text} ({guard_at.short}), {_false_when(facts)}"
             )
         else:
             why = "no code that can run constructs it"
@@ -641,6 +656,13 @@ class Pruning:
             facts,
             cls,
         )
+
+
+def _false_when(facts: Sequence[str]) -> str:
+    """What made a guard false: the facts, or nothing but constants."""
+    if not facts:
+        return "which is always false (constants and locals assigned once)"
+    return f"false when {' and '.join(facts)}"
 
 
 def _unparen(text: str) -> str:

@@ -41,8 +41,12 @@ from flagtrace.model import (
     Expr,
     Flow,
     Guard,
+    GuardKind,
+    GuardNot,
+    GuardPath,
     Location,
     NameExpr,
+    OpaqueExpr,
     RaiseStep,
     ReadStep,
     ReturnStep,
@@ -56,6 +60,7 @@ from flagtrace.model import (
     YieldStep,
     walk,
 )
+from flagtrace.noreturn import NeverReturns
 from flagtrace.resolve import Program
 from flagtrace.resolve.values import ElementsExpr
 
@@ -64,6 +69,14 @@ class GuardOracle(Protocol):
     """What the interpreter asks about guards under assumptions (``prune.Pruning``)."""
 
     def truth(self, scope: Scope, guard: Guard) -> Truth: ...
+
+    def decided(self, scope: Scope, guard: Guard) -> Truth:
+        """``truth`` without noting which facts were used (for questions the
+        report does not show)."""
+
+    def constant(self, scope: Scope, text: str) -> object:
+        """The value of an expression made of constants and locals assigned once
+        (``NO_VALUE`` otherwise)."""
 
     def site_cut(self, scope: str, site: int) -> bool: ...
 
@@ -103,6 +116,19 @@ class Interpreter:
         self._queued: set[tuple[int, int]] = set()
         self._batches = 0
         self._solving = False
+        self._never_returns: NeverReturns | None = None  # built on first use
+
+    @property
+    def never_returns(self) -> NeverReturns:
+        """The functions that never return normally (``flagtrace.noreturn``), computed
+        the first time a call asks."""
+        if self._never_returns is None:
+            self._never_returns = NeverReturns(self.graph, self._decided, self._may_suppress)
+        return self._never_returns
+
+    def _decided(self, scope: Scope, guard: Guard) -> Truth:
+        """A guard's truth under the oracle, without noting a use of its facts."""
+        return self.guards.decided(scope, guard) if self.guards is not None else Truth.UNKNOWN
 
     # ---------------------------------------------------------------- transfers
 
@@ -424,12 +450,32 @@ class Interpreter:
             sets = sets_flag(classify_const(value.value), initial)
         else:
             sets = None
+            known = self._argument_constant(scope, value)
+            if known is not None:
+                sets = sets_flag(known, initial)
         event = SetEvent(StepKind.SET, scope.qualname, call.location, qn, call.text)
         if sets is True:
             return State(False, True, event)
         if sets is False:
             return UNSET
         return State(True, True, state.origin if state.set else event)
+
+    def _argument_constant(self, scope: Scope, value: Expr | None) -> ValueKind | None:
+        """``set_flag(n > 1)`` after ``n = 0``: the argument's value when only
+        constants and locals assigned once make it up and it is ``True``, ``False``
+        or ``None`` (other values are left to the unknown case)."""
+        if self.guards is None or value is None:
+            return None
+        if isinstance(value, OpaqueExpr):
+            text = value.text
+        elif isinstance(value, NameExpr):
+            text = value.name
+        else:
+            return None
+        known = self.guards.constant(scope, text)
+        if known is True or known is False or known is None:
+            return classify_const(repr(known))
+        return None
 
     # ---------------------------------------------------------------- bodies
 
@@ -438,12 +484,15 @@ class Interpreter:
         scope: Scope,
         entry: State,
         resume: State | None = None,
+        restore: State | None = None,
     ) -> Run:
         """Interpret ``scope``'s body from the state ``entry``; ``resume`` is the
         state a ``yield`` resumes with (the ``with`` body's end, for a generator
-        context manager's exit)."""
+        context manager's exit); ``restore`` the state a restore of the saved value
+        brings back (default ``entry``: the value saved in the same function; for
+        a class's ``__exit__``, the state before its ``__enter__`` saved it)."""
         out = Run()
-        ctx = _Ctx(scope, entry, resume, out)
+        ctx = _Ctx(scope, entry, resume, out, restore=restore)
         end = self._block(scope.flow, entry, ctx)
         out.exit = join(out.exit, end)
         return out
@@ -474,6 +523,13 @@ class Interpreter:
             if entered is not None:
                 return entered
             self._callee_raises(scope, site, state, ctx)
+            if self.never_returns.site(scope.qualname, site):
+                # every callee raises (``flagtrace.noreturn``): nothing after the call
+                # runs; the exception leaves like a ``raise`` here (a callee that
+                # can change the flag raised with its own state above)
+                if not self._site_callees(scope.qualname, site)[2]:
+                    ctx.run.raised = join(ctx.run.raised, _leave_through(ctx, state, True))
+                return None
             if self.restoring_call(scope, site):
                 return ctx.entry
             return self.apply_call(scope, site, state)
@@ -491,7 +547,7 @@ class Interpreter:
             if w is None:
                 return state
             if w.kind is ValueKind.RESTORE:
-                return ctx.entry
+                return ctx.restore if ctx.restore is not None else ctx.entry
             sets = sets_flag(w.kind, self.fx.flag.initial_kind)
             event = SetEvent(
                 StepKind.SET,
@@ -561,6 +617,8 @@ class Interpreter:
                 if self.guards is not None and step.guard is not None
                 else Truth.UNKNOWN
             )
+            if truth is Truth.UNKNOWN and step.guard is not None:
+                truth = self._flag_test(scope, step.guard, state)
             if truth is Truth.FALSE:  # the body cannot run: only the ``else``
                 return self._block(step.orelse, state, ctx) if step.orelse else state
             if truth is Truth.TRUE and not step.loop:
@@ -577,12 +635,53 @@ class Interpreter:
             return join(a, b)
         return state
 
+    def _constructed_here(self, scope: Scope, expr: Expr, enter: str) -> bool:
+        """Is the ``with`` item a call of the class of ``enter`` itself
+        (``with Mode():``), so the instance, and what its ``__enter__`` saves on
+        it, belongs to this ``with`` alone? (An instance entered twice, nested,
+        would have its saved value overwritten by the inner ``__enter__``.)"""
+        if not isinstance(expr, CallExpr) or expr.site >= len(scope.calls):
+            return False
+        values = self.graph.values
+        func = scope.calls[expr.site].func
+        if values.functions(scope.qualname, func) or values.names_library(scope.qualname, func):
+            return False  # a factory may hand out one shared instance
+        cls = enter.rpartition(".")[0]
+        made = values.constructed(scope.qualname, expr.site)
+        return bool(made) and all(cls in values.mro(c) for c in made)
+
+    def _flag_test(self, scope: Scope, guard: Guard, state: State) -> Truth:
+        """``if FLAG:`` / ``if not mod.FLAG:`` where the flag surely holds its false
+        initial value: the test is decided by the state itself (the body of
+        ``if FLAG:`` cannot run before anything set the flag). Unknown when the flag
+        may be set, when its initial value is truthy or not a singleton, and with
+        ``--set-by`` (an unset state may then hold another setter's value)."""
+        if state.set or not state.unset or self.fx.set_by:
+            return Truth.UNKNOWN
+        if self.fx.flag.initial_kind not in (ValueKind.FALSE, ValueKind.NONE):
+            return Truth.UNKNOWN
+        if guard.kind not in (GuardKind.IF, GuardKind.ELIF, GuardKind.ELSE, GuardKind.WHILE):
+            return Truth.UNKNOWN
+        expr = guard.expr
+        negated = guard.negated
+        while isinstance(expr, GuardNot):
+            negated = not negated
+            expr = expr.operand
+        if not isinstance(expr, GuardPath):
+            return Truth.UNKNOWN
+        base, _, name = expr.path.rpartition(".")
+        read = ReadStep(name, scope.location, base or None)
+        if not self.fx.is_flag_read(scope, read):
+            return Truth.UNKNOWN
+        return Truth.TRUE if negated else Truth.FALSE
+
     def _with(self, step: WithBlock, state: State, ctx: _Ctx) -> State | None:
         scope = ctx.scope
         inside = state
         exits: list[
             tuple[str, State, str]
         ] = []  # (kind, state before, qualname) to undo after the body
+        fresh: dict[str, bool] = {}  # class setters whose instance the item constructs
         for item in step.items:
             if (
                 self.guards is not None
@@ -607,6 +706,8 @@ class Interpreter:
                     self._enter_approximation(scope, item.expr, kind, qn),
                 )
                 exits.append((kind, before, qn))
+                if kind == "class":
+                    fresh[qn] = self._constructed_here(scope, item.expr, qn)
 
         def leave(end: State, exceptional: bool = False) -> State:
             for kind, before, qn in reversed(exits):
@@ -619,7 +720,13 @@ class Interpreter:
                     exit_qn = qn.rpartition(".")[0] + (
                         ".__aexit__" if qn.endswith("__aenter__") else ".__exit__"
                     )
-                    end = self._apply_function(exit_qn, end)
+                    if fresh.get(qn) and exit_qn in self.writers and exit_qn in self.p.scopes:
+                        # ``self.prev = FLAG`` in ``__enter__`` of an instance made for
+                        # this ``with``: ``FLAG = self.prev`` brings back ``before``
+                        run = self.run(self.p.scopes[exit_qn], end, restore=before)
+                        end = run.exit if run.exit is not None else end
+                    else:
+                        end = self._apply_function(exit_qn, end)
             return end
 
         suppressed: list[State] = []
@@ -866,3 +973,4 @@ class _Ctx:
     # what a ``return``/``raise`` passes through on its way out: with-exits, finally
     # blocks; called with (state, exceptional)
     exit_handlers: list[Callable[[State, bool], State | None]] = field(default_factory=list)
+    restore: State | None = None  # what a restore brings back (None: ``entry``)

@@ -12,8 +12,9 @@
     entries no program root reaches (flagtrace then assumes a sticky setter anywhere
     may have run before the entry);
   - ``false-never-in-root-run``: running a program root (a ``__main__`` block through
-    ``runpy``, a console script's function) read the flag set while the entry ran (the
-    outermost entry on the stack), and flagtrace says *never*;
+    ``runpy``, a console script's function) read the flag set while the entry ran (it
+    was on the stack, called by the root or by another entry, but not inside a
+    ``with``: that is the caller's business), and flagtrace says *never*;
   - ``bogus-witness``: a witness step that is not a real chain of calls or not a
     real read/set (see :func:`witness_problems`);
   - ``analysis-error``: flagtrace reported an error or raised;
@@ -65,6 +66,9 @@ class Source:
         self.read_sites: set[tuple[str, int]] = set()
         self.callnames: dict[str, set[str]] = {}  # function or module -> last names it calls
         self.roots: list[dict[str, str]] = []  # {"module": m} or {"function": qualname}
+        #: (path, first, last line) of each ``with`` body whose items are not all
+        #: ``contextlib.suppress``
+        self.with_bodies: list[tuple[str, int, int]] = []
         for path in sorted(root.rglob("*.py")):
             rel = path.relative_to(root).as_posix()
             text = path.read_text(encoding="utf-8")
@@ -105,6 +109,10 @@ class Source:
                     # a class called (or entered) runs its methods
                     todo.extend(m for m in self.functions if m.startswith(callee + "."))
         return seen
+
+    def inside_with(self, path: str, line: int) -> bool:
+        """Is ``path:line`` in the body of a ``with`` that may set the flag?"""
+        return any(p == path and first <= line <= last for p, first, last in self.with_bodies)
 
     def root_name(self, root: dict[str, str]) -> str:
         return root.get("module") or root["function"]
@@ -151,6 +159,12 @@ class Source:
                 facts.calls.add(name)
                 self.callnames.setdefault(owner, set()).add(name)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
+            names = set()
+            for item in node.items:
+                e = item.context_expr
+                names.add(_last_name(e.func if isinstance(e, ast.Call) else e))
+            if names - {"suppress"} and node.body:
+                self.with_bodies.append((rel, node.body[0].lineno, node.end_lineno or line))
             for item in node.items:
                 e = item.context_expr
                 name = _last_name(e.func if isinstance(e, ast.Call) else e)
@@ -324,6 +338,10 @@ def _chain_problems(
 
 # ----------------------------------------------------------------------------- running
 
+#: a read in a run of a program root: (the entry it ran under, or None; path; line;
+#: repr of the flag; where that entry's callers were when it was called)
+RootRead = tuple[str | None, str, int, str, list[tuple[str, int]]]
+
 
 @dataclass
 class EntryRun:
@@ -364,7 +382,7 @@ def run_program(
     pairs: bool = True,
     other_reads: set[tuple[str, int]] = frozenset(),  # type: ignore[assignment]
     roots: list[dict[str, str]] | None = None,
-    root_reads: dict[str, list[tuple[str, str, int, str]]] | None = None,
+    root_reads: dict[str, list[RootRead]] | None = None,
 ) -> tuple[dict[str, EntryRun], dict[str, list[tuple[str, EntryRun]]]]:
     """Fresh run per entry; with ``pairs``, also every ``(first, entry)`` sequence.
 
@@ -405,7 +423,10 @@ def run_program(
                 raise RuntimeError(f"tracer crashed on root {root}:\n{res.get('traceback')}")
             if root_reads is not None:
                 name = root.get("module") or root["function"]
-                root_reads[name] = [(e, p, int(line), v) for e, p, line, v in res["reads"]]
+                root_reads[name] = [
+                    (e, p, int(line), v, [(cp, int(cl)) for cp, cl in callers])
+                    for e, p, line, v, callers in res["reads"]
+                ]
         results = results["runs"]
     fresh: dict[str, EntryRun] = {}
     after: dict[str, list[tuple[str, EntryRun]]] = {e: [] for e in entries}
@@ -521,7 +542,7 @@ def check_project(root: Path, entries: list[str], pairs: bool = True) -> Outcome
     def may_follow(first: str, entry: str) -> bool:
         return not any(entry in r for r in reach.values())  # any first entry, if none
 
-    root_reads: dict[str, list[tuple[str, str, int, str]]] = {}
+    root_reads: dict[str, list[RootRead]] = {}
     fresh, after = run_program(
         root,
         entries,
@@ -533,9 +554,16 @@ def check_project(root: Path, entries: list[str], pairs: bool = True) -> Outcome
     )
     in_root: dict[str, list[str]] = {}
     for name, reads in root_reads.items():
-        for entry_run, path, line, value in reads:
-            if entry_run is not None and value != "False" and (path, line) in src.read_sites:
-                in_root.setdefault(entry_run, []).append(f"{path}:{line} (root {name})")
+        for entry_run, path, line, value, callers in reads:
+            if entry_run is None or value == "False" or (path, line) not in src.read_sites:
+                continue
+            # an entry called inside a ``with`` (by the root or by another entry) runs
+            # with the flag that ``with`` set: the caller's business, which flagtrace
+            # judges from the caller (the entry itself is judged as it starts: fresh,
+            # or after sticky writes left the flag set)
+            if any(src.inside_with(cp, cl) for cp, cl in callers):
+                continue
+            in_root.setdefault(entry_run, []).append(f"{path}:{line} (root {name})")
     out.truncated_runs = sum(r.truncated for r in fresh.values())
     out.truncated_runs += sum(r.truncated for runs in after.values() for _, r in runs)
     for entry in entries:

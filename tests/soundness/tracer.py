@@ -8,8 +8,9 @@ Usage (stdlib only; run in its own interpreter, never inside the test process)::
 ["pkg.m1.f1", "pkg.m1.f0"], ...], "flag_module": "pkg.state", "flag": "FLAG"}``, and
 optionally ``"roots": [{"module": "pkg.tool"}, {"function": "pkg.m1.f0"}]`` with
 ``"entries"``: each root runs once more in a fresh process, as the program does
-(``runpy`` for a ``__main__`` module), and each read is recorded with the outermost
-entry on the stack (``run_root``); the output is then ``{"runs": [...], "roots": [...]}``.
+(``runpy`` for a ``__main__`` module), and each read is recorded with every
+entry on the stack and where its callers were (``run_root``); the output is then
+``{"runs": [...], "roots": [...]}``.
 Each run is a sequence of entries called one after the other in a *fresh* process
 (forked from this one before anything of the program was imported), so nothing
 leaks between runs; within a run, later entries see what earlier ones left behind.
@@ -119,15 +120,18 @@ def run_sequence(
 
 def run_root(project: str, root: dict, entries: list[str], reads: set[tuple[str, int]]) -> dict:
     """Run a program root the way a process does (a ``__main__`` module through
-    ``runpy``, a console script's function by calling it) and record each read with the
-    entry it ran under: the outermost entry on the stack (``None`` outside every entry),
-    as the entry-by-entry runs attribute reads to the entry they called."""
+    ``runpy``, a console script's function by calling it) and record each read with
+    every entry on the stack (one row per entry, outermost first; ``None`` outside
+    every entry), each with the lines its callers were at when it was called (the
+    oracle counts a read for an entry called by another entry only when no caller was
+    inside a ``with`` then: see ``oracle.Source.inside_with``)."""
     import runpy
 
     prefix = os.path.join(project, "")
     wanted = set(entries)
     out: dict = {"reads": [], "error": None, "truncated": False}
-    state = {"steps": 0, "active": None, "frame": None, "stopped": False}
+    # stack: (entry, its frame, [path, line] of each caller frame in the project)
+    state: dict = {"steps": 0, "stack": [], "stopped": False}
 
     def rel(filename: str) -> str:
         return os.path.relpath(filename, project).replace(os.sep, "/")
@@ -145,23 +149,37 @@ def run_root(project: str, root: dict, entries: list[str], reads: set[tuple[str,
             if key in reads:
                 mod = sys.modules.get(plan_flag[0])
                 value = getattr(mod, plan_flag[1], "<unbound>") if mod is not None else "?"
-                out["reads"].append([state["active"], key[0], key[1], repr(value)])
-        elif event == "return" and frame is state["frame"]:
-            state["active"] = state["frame"] = None
+                if not state["stack"]:
+                    out["reads"].append([None, key[0], key[1], repr(value), []])
+                seen = set()
+                for name, _, callers in state["stack"]:
+                    if name not in seen:
+                        seen.add(name)
+                        out["reads"].append([name, key[0], key[1], repr(value), callers])
+        elif event == "return" and state["stack"] and frame is state["stack"][-1][1]:
+            state["stack"].pop()
         return local
+
+    def callers(frame):  # type: ignore[no-untyped-def]
+        out_ = []
+        f = frame.f_back
+        while f is not None:
+            if f.f_code.co_filename.startswith(prefix):
+                out_.append([rel(f.f_code.co_filename), f.f_lineno])
+            f = f.f_back
+        return out_
 
     def global_trace(frame, event, arg):  # type: ignore[no-untyped-def]
         if state["stopped"] or event != "call":
             return None
         if not frame.f_code.co_filename.startswith(prefix):
             return None
-        if state["active"] is None:
-            name = _qualname(frame, None)
-            if name.startswith("__main__.") and "module" in root:
-                # the module runs as __main__: its functions are the root module's
-                name = root["module"] + name[len("__main__") :]
-            if name in wanted:
-                state["active"], state["frame"] = name, frame
+        name = _qualname(frame, None)
+        if name.startswith("__main__.") and "module" in root:
+            # the module runs as __main__: its functions are the root module's
+            name = root["module"] + name[len("__main__") :]
+        if name in wanted:
+            state["stack"].append((name, frame, callers(frame)))
         return local
 
     plan_flag = (root.get("flag_module", "pkg.state"), root.get("flag", "FLAG"))

@@ -51,6 +51,7 @@ from flagtrace.model import (
     TryBlock,
     WithBlock,
     WithItem,
+    walk,
 )
 
 #: resolutions that list every callee of a site
@@ -166,7 +167,5 @@ class NeverReturns:
         return True
 
 
-def _has_raise(flow: Iterable[Flow]) -> bool:
-    from flagtrace.model import walk
-
-    return any(isinstance(step, RaiseStep) for step in walk(tuple(flow)))
+def _has_raise(flow: tuple[Flow, ...]) -> bool:
+    return any(isinstance(step, RaiseStep) for step in walk(flow))

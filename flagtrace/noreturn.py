@@ -13,8 +13,10 @@ A function never returns when no path through its flow reaches its end or a
 ``return``, judged syntactically over the flow tree:
 
 * ``raise`` ends a path; so does a call whose every callee is an analysed function
-  of the set, called directly or through a declared type (a by-name or inferred
-  site may have a callee flagtrace does not list);
+  of the set, called directly (``fail()``, ``mod.fail()``). Methods never count: a
+  base class's ``raise NotImplementedError`` is overridden in subclasses flagtrace
+  may not see (a library's clients), and a typed, inferred or by-name site may have
+  a callee flagtrace does not list;
 * a ``try`` with handlers completes if its body or any handler does (any statement
   of the body may raise into a handler); a ``finally`` that cannot complete ends
   every path through it, one with a ``return`` swallows the exception;
@@ -54,9 +56,6 @@ from flagtrace.model import (
     walk,
 )
 
-#: resolutions that list every callee of a site
-_COMPLETE = frozenset({Resolution.DIRECT, Resolution.TYPED})
-
 TruthOf = Callable[[Scope, Guard], Truth]
 MaySuppress = Callable[[Scope, WithItem], bool]
 
@@ -82,12 +81,17 @@ class NeverReturns:
         # return a generator object): a redefined name may list a placeholder too
         callees = self.graph.site_callees(scope, site)
         return bool(callees) and all(
-            c.analysed and c.resolution in _COMPLETE and c.qualname in self.functions
+            c.analysed and c.resolution is Resolution.DIRECT and c.qualname in self.functions
             for c in callees
         )
 
     def _candidate(self, scope: Scope) -> bool:
-        return scope.kind is ScopeKind.FUNCTION and not scope.is_generator and not scope.is_async
+        return (
+            scope.kind is ScopeKind.FUNCTION
+            and not scope.is_generator
+            and not scope.is_async
+            and self.p.method_class(scope.qualname) is None
+        )
 
     def _compute(self) -> None:
         # a function joins the set only when it has a ``raise`` or calls a member:

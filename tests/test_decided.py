@@ -92,6 +92,11 @@ OBSERVES = {
     "    state.read()\n",
     "a setter called with a true constant expression": "def entry():\n    level = 2\n"
     "    state.set_on(level > 1)\n    state.read()\n",
+    "a method that raises (a subclass elsewhere may override it)": "class Base:\n"
+    "    def hook(self):\n        raise NotImplementedError\n\n"
+    "    def run(self):\n        with state.enabled():\n            self.hook()\n"
+    "            state.read()\n\n"
+    "def entry():\n    Base().run()\n",
     "a shared class manager entered twice": "MODE = state.Mode()\n\n"
     "def entry():\n    with MODE:\n        with MODE:\n            pass\n    state.read()\n",
 }

@@ -45,6 +45,7 @@ from flagtrace.model import (
     WriteStep,
     walk,
 )
+from flagtrace.prune import Pruning
 from flagtrace.verdicts import _setter_key, _shown_value
 
 
@@ -94,9 +95,14 @@ def inventory(graph: CallGraph) -> list[FlagInventory]:
                 for module in _modules_named(graph, qn, step, defined_in[step.name]):
                     writes[(module, step.name)].append(_Site(qn, step))
     shared = shared_index(p)
-    threads = threads_of(graph)
+    # judged as ``check`` judges a flag with no fact assumed: on the graph without the
+    # hops that cannot run (guards made of constants, classes never instantiated), so
+    # that the hook's inventory and ``check`` report the same setters and hazards
+    pruning = Pruning(graph)
+    judged = Judged(pruning.graph, pruning if pruning.active else None, shared)
+    threads = threads_of(judged.graph)
     out = [
-        _entry(graph, globals_[key], sites, reads[key[1]], shared, threads)
+        _entry(graph, judged, globals_[key], sites, reads[key[1]], threads)
         for key, sites in writes.items()
     ]
     # hazards first (more kinds of hazard first: on SGLang nearly every init-once global is a
@@ -124,15 +130,25 @@ def _modules_named(
     return [m for m in modules if graph.values.names_module(qn, step.base, m)]
 
 
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """What every flag's engine runs on: the pruned graph and its guard oracle."""
+
+    graph: CallGraph
+    oracle: Pruning | None
+    shared: SharedIndex
+
+
 def _entry(
     graph: CallGraph,
+    judged: Judged,
     flag: Flag,
     writes: list[_Site],
     reads: list[_Site],
-    shared: SharedIndex,
     threads: Threads,
 ) -> FlagInventory:
-    """One flag's line: the full engine when something sets it, else the index alone."""
+    """One flag's line: the full engine when something sets it, else the index alone
+    (``graph`` is the program as resolved, where readers are counted)."""
     p = graph.program
     initial = flag.initial_kind
     writers = sorted({w.scope for w in writes})
@@ -145,8 +161,8 @@ def _entry(
             sets = True
             break
     if sets:
-        fx = FlagEffects(graph, flag, shared)
-        interp = Interpreter(fx)
+        fx = FlagEffects(judged.graph, flag, judged.shared)
+        interp = Interpreter(fx, judged.oracle)
         hazards = find_hazards(fx, interp, threads)
         guarded = nesting_guarded(fx, interp)
         by_setter: dict[str, list[HazardKind]] = defaultdict(list)

@@ -253,6 +253,21 @@ def _compare(expr: GuardCompare, env: Env, depth: int) -> Decision:
 # --------------------------------------------------------------------------- locals
 
 
+def unparen(text: str) -> str:
+    """``(a and b)`` -> ``a and b`` when the parentheses wrap the whole text (a guard
+    shown on its own, or negated, needs none of its source's)."""
+    t = text.strip()
+    while t.startswith("(") and t.endswith(")"):
+        depth = 0
+        for i, ch in enumerate(t):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0 and i < len(t) - 1:
+                return t
+        t = t[1:-1].strip()
+    return t
+
+
 def parse_guard(text: str) -> GuardExpr:
     """``text`` (an expression's source) in the guard vocabulary, as the indexer
     parses guards (``expressions.guard_expr``), read with ``ast`` (parsing runs

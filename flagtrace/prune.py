@@ -51,7 +51,7 @@ from dataclasses import dataclass, replace
 from flagtrace.assume import NO_VALUE, Facts
 from flagtrace.callgraph import CallGraph, owner_of
 from flagtrace.derived import derive
-from flagtrace.guards_eval import Decision, GuardEvaluator, Truth
+from flagtrace.guards_eval import Decision, GuardEvaluator, Truth, unparen
 from flagtrace.model import (
     AssumptionUse,
     AttrExpr,
@@ -593,7 +593,7 @@ class Pruning:
 
     def _shown(self, scope: str, guard: Guard) -> str:
         """A guard as written, a local assigned once followed by its value."""
-        text = _unparen(" ".join(guard.text.split()))
+        text = unparen(" ".join(guard.text.split()))
         shown = f"not ({text})" if guard.negated else text
         if self.evaluator is not None and scope in self.p.scopes:
             value = self.evaluator.local_text(self.p.scopes[scope], guard.text.strip())
@@ -663,20 +663,6 @@ def _false_when(facts: Sequence[str]) -> str:
     if not facts:
         return "which is always false (constants and locals assigned once)"
     return f"false when {' and '.join(facts)}"
-
-
-def _unparen(text: str) -> str:
-    """``( a or b )`` -> ``a or b`` when the parentheses wrap the whole text."""
-    t = text.strip()
-    while t.startswith("(") and t.endswith(")"):
-        depth = 0
-        for i, ch in enumerate(t):
-            depth += ch == "("
-            depth -= ch == ")"
-            if depth == 0 and i < len(t) - 1:
-                return t
-        t = t[1:-1].strip()
-    return t
 
 
 def _verb(step: WitnessStep) -> str:

@@ -15,6 +15,7 @@ from flagtrace.callgraph import CallGraph
 from flagtrace.checks import find_hazards, nesting_guarded
 from flagtrace.effects import Flag, FlagEffects, ValueKind
 from flagtrace.flagstate import UNSET, join
+from flagtrace.guards_eval import unparen
 from flagtrace.interpret import GuardOracle, Interpreter
 from flagtrace.model import (
     EntryVerdict,
@@ -701,9 +702,9 @@ def _guards(interp: Interpreter, function: str, guards: tuple[Guard, ...]) -> st
         if g.kind in (GuardKind.EXCEPT, GuardKind.CASE) and not g.negated:
             parts.append(g.render() if g.kind is GuardKind.CASE else f"except {g.text}")
             continue
-        text = _unparen(singles.get(g.text, g.text))
+        text = unparen(singles.get(g.text, g.text))
         if g.negated and isinstance(g.expr, GuardNot) and text == g.text:
-            parts.append(_unparen(text.removeprefix("not").strip()))  # not (not c): c
+            parts.append(unparen(text.removeprefix("not").strip()))  # not (not c): c
             continue
         parts.append(f"not ({text})" if g.negated else text)
     return " and ".join(dict.fromkeys(parts))
@@ -749,20 +750,6 @@ def _setter_uses(fx: FlagEffects, interp: Interpreter) -> list[tuple[str, Locati
                     if interp._context_managers(scope, call.args[0].value):
                         uses.append((qn, call.location))
     return uses
-
-
-def _unparen(text: str) -> str:
-    """``(a and b)`` -> ``a and b`` when the parentheses wrap the whole text."""
-    t = text.strip()
-    while t.startswith("(") and t.endswith(")"):
-        depth = 0
-        for i, ch in enumerate(t):
-            depth += ch == "("
-            depth -= ch == ")"
-            if depth == 0 and i < len(t) - 1:
-                return t
-        t = t[1:-1].strip()
-    return t
 
 
 def _never(

@@ -18,6 +18,7 @@ from flagtrace.flagstate import UNSET, join
 from flagtrace.guards_eval import unparen
 from flagtrace.interpret import GuardOracle, Interpreter
 from flagtrace.model import (
+    CallSite,
     EntryVerdict,
     Evidence,
     FlagReport,
@@ -435,20 +436,23 @@ def _preset(
                     e.approximation,
                 )
             )
-    steps.append(
-        WitnessStep(
-            StepKind.SET,
-            caller,
-            call.location,
-            setter,
-            None,
-            _guards(interp, caller, call.guards),
-            call.text,
-            True,
-            _unique(call.guards),
-        )
-    )
+    steps.append(_sticky_call(interp, caller, call, setter))
     return steps, True
+
+
+def _sticky_call(interp: Interpreter, caller: str, call: CallSite, setter: str) -> WitnessStep:
+    """The step before the entry where ``caller`` calls the sticky ``setter``."""
+    return WitnessStep(
+        StepKind.SET,
+        caller,
+        call.location,
+        setter,
+        None,
+        _guards(interp, caller, call.guards),
+        call.text,
+        True,
+        _unique(call.guards),
+    )
 
 
 def fx_writes(interp: Interpreter, qn: str) -> list:  # type: ignore[type-arg]
@@ -575,19 +579,7 @@ def _before_steps(
     if before.site is not None:
         caller, site, setter = before.site
         call = interp.p.scopes[caller].calls[site]
-        steps.append(
-            WitnessStep(
-                StepKind.SET,
-                caller,
-                call.location,
-                setter,
-                None,
-                _guards(interp, caller, call.guards),
-                call.text,
-                True,
-                _unique(call.guards),
-            )
-        )
+        steps.append(_sticky_call(interp, caller, call, setter))
         return steps, True
     assert before.leaker is not None
     scope = interp.p.scopes[before.leaker]

@@ -119,12 +119,16 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
                     callers[c.qualname].add(qn)
             self._callers = callers
         out: set[str] = set()
+        expanded: set[str] = set()
         frontier = set(changed)
         for _ in range(3):  # callers of callers: results flow up a few levels
             nxt: set[str] = set()
-            for qn in frontier:
-                if qn in out:
-                    continue
+            # ``expanded``, not ``out``: a function nested in another of the frontier
+            # is in ``out`` already, and skipping its callers made the set depend on
+            # the order the frontier (a set of strings) was visited in, which is
+            # PYTHONHASHSEED's: two runs of one tree resolved different call graphs
+            for qn in frontier - expanded:
+                expanded.add(qn)
                 out.add(qn)
                 scope = p.scopes.get(qn)
                 if scope is not None:

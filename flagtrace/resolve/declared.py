@@ -170,7 +170,7 @@ class Declared(ResolverBase):
         busy = ("declared", key)
         in_progress = self.memo.in_progress
         if busy in in_progress:
-            return EMPTY
+            return self.memo.cut()
         in_progress.add(busy)
         out: set[Value] = set()
         try:
@@ -247,7 +247,7 @@ class Declared(ResolverBase):
         if kind is CLASS:
             return frozenset(
                 v
-                for v in self.attribute(value, attr, qn)
+                for v in ordered(self.attribute(value, attr, qn))
                 if v[0] in (FUNCTION, CLASS) or v in self._declared_class_member(name, attr)
             )
         if kind is INSTANCE:

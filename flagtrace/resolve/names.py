@@ -91,7 +91,7 @@ class Names(ResolverBase):
             return memo
         in_progress = self.memo.in_progress
         if key in in_progress:
-            return EMPTY
+            return self.memo.cut()
         in_progress.add(key)
         out: set[Value] = set()
         try:
@@ -139,7 +139,7 @@ class Names(ResolverBase):
             return memo
         in_progress = self.memo.in_progress
         if key in in_progress:
-            return EMPTY
+            return self.memo.cut()
         in_progress.add(key)
         out: set[Value] = set()
         stored = self.p.stored[qn]
@@ -175,7 +175,7 @@ class Names(ResolverBase):
             return memo
         in_progress = self.memo.in_progress
         if key in in_progress:
-            return EMPTY
+            return self.memo.cut()
         in_progress.add(key)
         stored = self.p.stored[qn]
         out: set[Value] = set()

@@ -62,10 +62,7 @@ class Objects(ResolverBase):
             return self.local_value(qn, expr) if expr.at >= 0 else self.lookup(qn, expr.name)
         if t is AttrExpr:
             assert isinstance(expr, AttrExpr)
-            out: set[Value] = set()
-            for base in ordered(self.eval(qn, expr.base)):
-                out |= self.attribute(base, expr.attr, qn)
-            return frozenset(out)
+            return self._attribute_of(qn, expr)
         if t is CallExpr:
             assert isinstance(expr, CallExpr)
             return self.call_result(qn, expr.site)
@@ -87,7 +84,7 @@ class Objects(ResolverBase):
                 if stored is not None:
                     return stored
             key = key_text(expr.key)
-            out = set()
+            out: set[Value] = set()
             for base in ordered(self.eval(qn, expr.base)):
                 if base[0] is CONTAINER:
                     out |= self.container_items(base[1], key, qn)
@@ -110,6 +107,36 @@ class Objects(ResolverBase):
 
     # ------------------------------------------------------------ attributes
 
+    def _attribute_of(self, qn: str, expr: AttrExpr) -> Values:
+        """``expr.base.attr`` in scope ``qn``, memoised for the round when the
+        answer is complete (no lookup met itself while computing it).
+
+        Why: a field's value is computed once per class and attribute, but the
+        store expressions behind it are evaluated again for every class asked
+        about. On transformers a classmethod factory's ``cls`` stands for ~800
+        model classes and ``from_dict`` returns ~1,250 config classes, so
+        ``self.config.encoder`` (600 values) was evaluated again inside each of
+        ~740 nested field lookups of ``_attn_implementation``: 13M attribute
+        lookups for one call site. Every lookup below a complete answer is
+        memoised, so recomputing it later in the round gives the same answer, or a
+        smaller one where the recomputation meets a lookup under way further up
+        its new stack and is cut; the memo keeps the complete one. An answer that
+        was cut is recomputed, as before.
+        """
+        memo = self.memo
+        key = (qn, id(expr))  # stored expressions live as long as the program
+        found = memo.attributes.get(key)
+        if found is not None:
+            return found
+        cuts = memo.cuts
+        out: set[Value] = set()
+        for base in ordered(self.eval(qn, expr.base)):
+            out |= self.attribute(base, expr.attr, qn)
+        frozen = frozenset(out)
+        if memo.cuts == cuts:
+            memo.attributes[key] = frozen
+        return frozen
+
     def attribute(self, value: Value, attr: str, from_qn: str) -> Values:
         """``value.attr``."""
         kind, name, _ = value
@@ -117,7 +144,7 @@ class Objects(ResolverBase):
             return self.module_attribute(name, attr)
         if kind is CLASS:
             out: set[Value] = set()
-            for v in self.class_attribute(name, attr):
+            for v in ordered(self.class_attribute(name, attr)):  # is_classmethod recurses
                 if v[0] is FUNCTION and self.is_classmethod(v[1]):
                     out.add((FUNCTION, v[1], 1))
                 else:
@@ -134,7 +161,7 @@ class Objects(ResolverBase):
                     (FUNCTION, v[1], 1)
                     if v[0] is FUNCTION and not self.is_staticmethod(v[1])
                     else v
-                    for v in self.class_attribute(alternative, attr)
+                    for v in ordered(self.class_attribute(alternative, attr))
                 }
             if out:
                 return frozenset(out)
@@ -146,7 +173,7 @@ class Objects(ResolverBase):
                         (FUNCTION, v[1], 1)
                         if v[0] is FUNCTION and not self.is_staticmethod(v[1])
                         else v
-                        for v in members
+                        for v in ordered(members)
                     }
                     break
             else:
@@ -171,7 +198,7 @@ class Objects(ResolverBase):
         busy = ("field", cls, attr)
         in_progress = self.memo.in_progress
         if busy in in_progress:
-            return EMPTY
+            return self.memo.cut()
         in_progress.add(busy)
         out: set[Value] = set()
         try:
@@ -267,7 +294,7 @@ class Objects(ResolverBase):
         key = ("ret", qn)
         in_progress = self.memo.in_progress
         if key in in_progress:
-            return EMPTY
+            return self.memo.cut()
         in_progress.add(key)
         out: set[Value] = set()
         try:
@@ -295,7 +322,7 @@ class Objects(ResolverBase):
         busy = ("call", qn, index)
         in_progress = self.memo.in_progress
         if busy in in_progress:
-            return EMPTY
+            return self.memo.cut()
         in_progress.add(busy)
         out: set[Value] = set()
         try:

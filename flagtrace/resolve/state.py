@@ -28,7 +28,7 @@ from flagtrace.model import (
     SubscriptExpr,
 )
 from flagtrace.resolve.program import Program, Stored
-from flagtrace.resolve.values import Value, Values
+from flagtrace.resolve.values import EMPTY, Value, Values
 
 #: a callee value, the layer that found it, and the receiver it was looked up on
 Target = tuple[Value, Resolution, Value | None]
@@ -76,6 +76,16 @@ class RoundMemo:
     #: lookups under way: a lookup that meets itself answers "nothing" (see
     #: ``values.ordered`` for why the order of visits is fixed)
     in_progress: set[object] = field(default_factory=set)
+    #: how many lookups have met themselves so far this round (``cut``): an answer
+    #: computed while this did not move is complete, and may be memoised
+    cuts: int = 0
+    #: ``base.attr`` by (scope, id of the stored expression), complete answers only
+    attributes: dict[tuple[str, int], Values] = field(default_factory=dict)
+
+    def cut(self) -> Values:
+        """Answer for a lookup that met itself: nothing, counted."""
+        self.cuts += 1
+        return EMPTY
 
 
 @dataclass(slots=True)

@@ -27,7 +27,14 @@ from flagtrace.model import (
     ScopeKind,
     SubscriptExpr,
 )
-from flagtrace.resolve.state import BOUND, BoundSelf, CallTarget, ResolverBase, Target
+from flagtrace.resolve.state import (
+    BOUND,
+    Binding,
+    BoundSelf,
+    CallTarget,
+    ResolverBase,
+    Target,
+)
 from flagtrace.resolve.values import (
     BUILTIN,
     CLASS,
@@ -61,9 +68,6 @@ _STRENGTH = {r: i for i, r in enumerate(Resolution)}
 _LOOKUPS = frozenset({"get", "pop", "setdefault"})
 #: ``ExitStack``'s methods that enter the context manager they are given
 _ENTERING = frozenset({"enter_context", "enter_async_context"})
-
-#: one argument binding: (function, parameter) and the values it receives
-Binding = tuple[tuple[str, str], Values]
 
 
 def approximated_resolution(

@@ -11,6 +11,7 @@ from flagtrace.model import (
     AttrExpr,
     CallExpr,
     CallKind,
+    CallSite,
     ConstExpr,
     ContainerExpr,
     ContainerKind,
@@ -19,6 +20,7 @@ from flagtrace.model import (
     FunctionRefExpr,
     NameExpr,
     OpaqueExpr,
+    ParamKind,
     ScopeKind,
     SubscriptExpr,
     SuperExpr,
@@ -44,6 +46,7 @@ from flagtrace.resolve.values import (
     looks_like_class,
     ordered,
 )
+from flagtrace.versions import ENTRY
 
 _PROPERTIES = frozenset({DecoratorKind.PROPERTY, DecoratorKind.PROPERTY_SETTER})
 #: builtins that return their first argument when used as decorators
@@ -313,6 +316,86 @@ class Objects(ResolverBase):
         self.memo.returns[qn] = frozen
         return frozen
 
+    def passthrough(self, fn: str) -> tuple[frozenset[str], tuple[Stored, ...]] | None:
+        """The parameters ``fn`` returns unchanged (``return fun`` where only the
+        parameter's own binding reaches), and its other return expressions; None
+        when it returns no parameter so, or is a generator. For the run: it
+        depends on the function's code only."""
+        memo = self.run_memo.passthrough
+        if fn in memo:
+            return memo[fn]
+        found: tuple[frozenset[str], tuple[Stored, ...]] | None = None
+        scope = self.p.scopes.get(fn)
+        if scope is not None and not scope.is_generator:
+            plain = {
+                p.name
+                for p in scope.params
+                if p.kind in (ParamKind.POSITIONAL, ParamKind.KEYWORD_ONLY)
+            }
+            params: set[str] = set()
+            others: list[Stored] = []
+            for r in scope.returns:
+                if type(r) is NameExpr and r.name in plain and self._unchanged(fn, r):
+                    params.add(r.name)
+                else:
+                    others.append(r)
+            if params:
+                found = (frozenset(params), tuple(others))
+        memo[fn] = found
+        return found
+
+    def _unchanged(self, fn: str, read: NameExpr) -> bool:
+        """Does the read of parameter ``read.name`` in ``fn`` see only what the
+        caller passed? Its own binding reaches it alone, or (a table entry of
+        None: the read is flow-insensitive) nothing in ``fn`` or a scope nested
+        in it binds the name again (an assignment, a loop or ``with`` target,
+        an import, a ``nonlocal`` store)."""
+        scope = self.p.scopes[fn]
+        if not 0 <= read.at < len(scope.reaching):
+            return False
+        reach = scope.reaching[read.at]
+        if reach is not None:
+            return reach == (ENTRY,)
+        if self.p.imports.get((fn, read.name)):
+            return False
+        nested = [fn]
+        while nested:  # fn and every scope nested in it
+            qn = nested.pop()
+            if self.p.assigns.get((qn, read.name)):
+                return False
+            inner = self.p.scopes.get(qn)
+            if inner is not None:
+                nested.extend(inner.children)
+        return True
+
+    def _returns_at(self, qn: str, site: CallSite, fn: str, bound: int) -> Values:
+        """What calling ``fn`` at ``site`` (in scope ``qn``) returns: ``returns(fn)``,
+        except that a parameter ``fn`` returns unchanged is what this site passes,
+        not every argument any site passed. Why: a decorator such as
+        ``def inner_fn(fun): ...; return fun`` made every class it decorated
+        stand for up to 48 others (``MAX_VALUES``), and each call of one of them
+        reached all of their ``__init__``s. A parameter the site does not pass
+        (its default, ``*args``) and bound methods keep the general answer."""
+        passthrough = None if bound else self.passthrough(fn)
+        if passthrough is None:
+            return self.returns(fn)
+        params, others = passthrough
+        arg_values = [self.eval(qn, arg.value) for arg in site.args]
+        passed: dict[str, set[Value]] = {}
+        for (_, name), values in self.bind_arguments(fn, site, None, arg_values):
+            passed.setdefault(name, set()).update(values)
+        if not params <= passed.keys():
+            return self.returns(fn)
+        out: set[Value] = set()
+        for name in sorted(params):
+            out |= passed[name]
+        for r in others:
+            out |= self.eval(fn, r)
+        scope = self.p.scopes[fn]
+        if scope.returns_annotation and scope.parent is not None:
+            out |= self.annotation_values(scope.parent, scope.returns_annotation)
+        return frozenset(out)
+
     def call_result(self, qn: str, index: int) -> Values:
         """What call site ``index`` of scope ``qn`` returns."""
         key = (qn, index)
@@ -330,9 +413,9 @@ class Objects(ResolverBase):
             targets, _ = self.callee_values(qn, index, site)
             decorator = site.kind is CallKind.DECORATOR
             for value, _res, _recv in targets:
-                kind, name, _ = value
+                kind, name, bound = value
                 if kind is FUNCTION:
-                    out |= self.returns(name)
+                    out |= self._returns_at(qn, site, name, bound)
                 elif kind is CLASS:
                     out.add((INSTANCE, name, 0))
                 elif kind is INSTANCE:

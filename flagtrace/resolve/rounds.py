@@ -43,8 +43,16 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
             todo: list[str] | None = None  # None: every scope
             stored: dict[str, dict[str, set[Value]]] = {}
             for _ in range(MAX_ROUNDS):
-                self.memo = RoundMemo()
+                # what flows into containers, evaluated against the last round's
+                # stores; then the round's own memo, against the new ones only.
+                # Why not keep the answers collecting made: a call result it
+                # needed (a registry read inside a factory) was memoised with the
+                # stores of before, and the round then resolved that registry
+                # call to nothing (SGLang's ATTENTION_BACKENDS[backend_str](self),
+                # once a decorator's result stopped standing for every backend)
+                self.memo = RoundMemo(container_stores=self._copy_stores(stored))
                 self.collect_stores()
+                self.memo = RoundMemo(container_stores=self.memo.container_stores)
                 if todo is not None:
                     todo = self._with_container_readers(todo, stored)
                 stored = {k: dict(v) for k, v in self.memo.container_stores.items()}
@@ -54,6 +62,10 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
                 todo = self._affected_by(changed)
         finally:
             sys.setrecursionlimit(old_limit)
+
+    @staticmethod
+    def _copy_stores(stores: dict[str, dict[str, set[Value]]]) -> dict[str, dict[str, set[Value]]]:
+        return {origin: {k: set(v) for k, v in slots.items()} for origin, slots in stores.items()}
 
     def _with_container_readers(
         self, todo: list[str], before: dict[str, dict[str, set[Value]]]

@@ -36,6 +36,8 @@ Target = tuple[Value, Resolution, Value | None]
 FieldStore = tuple[str, Stored, str | None]
 #: what calling a value runs: (callee name, analysed?, bound self, function)
 CallTarget = tuple[str, bool, "Value | BoundSelf | None", str | None]
+#: a parameter, ``(function, name)``, and the values an argument binds to it
+Binding = tuple[tuple[str, str], Values]
 
 
 class BoundSelf:
@@ -105,6 +107,11 @@ class RunMemo:
     #: analysed class -> its analysed subclasses, direct and indirect (sorted)
     subclasses: dict[str, tuple[str, ...]] | None = None
     decorators: dict[str, frozenset[DecoratorKind]] = field(default_factory=dict)
+    #: function -> the parameters it returns unchanged, and its other return
+    #: expressions (``Objects.passthrough``); absent: not computed yet
+    passthrough: dict[str, tuple[frozenset[str], tuple[Stored, ...]] | None] = field(
+        default_factory=dict
+    )
 
 
 class ResolverBase:
@@ -204,4 +211,13 @@ class ResolverBase:
         raise NotImplementedError
 
     def call_targets(self, value: Value) -> Iterator[CallTarget]:
+        raise NotImplementedError
+
+    def bind_arguments(
+        self,
+        fn: str,
+        site: CallSite,
+        bound_self: Value | BoundSelf | None,
+        arg_values: list[Values],
+    ) -> list[Binding]:
         raise NotImplementedError

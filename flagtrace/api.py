@@ -519,10 +519,9 @@ def analyze_project(
     rest on unresolved calls (jedi is asked only about those calls). ``assume``
     are ``--assume`` facts (``flagtrace.assume``; a malformed one raises
     ``FactError``)."""
-    from flagtrace.assume import Facts, parse_facts
     from flagtrace.effects import FlagLookupError, find_flags
     from flagtrace.programs import RootIndex, find_roots
-    from flagtrace.prune import Pruning
+    from flagtrace.prune import pruning_for
     from flagtrace.setby import SetByError
     from flagtrace.verdicts import (
         EntryError,
@@ -558,7 +557,7 @@ def analyze_project(
             except EntryError as exc:
                 errors.append(Diagnostic("<config>", None, str(exc)))
     # hops that cannot run: false guards under the facts, methods of classes never instantiated
-    pruning = Pruning(graph, Facts(parse_facts(assume)), [*chosen, *configured])
+    pruning = pruning_for(graph, assume, [*chosen, *configured])
     if discovered:
         found = discover_entries(graph, configured, include_tests)
         chosen = [e for e in found.entries if e in configured or not pruning.dead_entry(e)]

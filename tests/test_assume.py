@@ -292,3 +292,43 @@ def test_review_checks_its_facts_as_check_does(
     assert main(["review", str(root), "--base", "HEAD", "--assume", "cfg.x", "-q"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("flagtrace: error: --assume 'cfg.x': expected PATH=VALUE")
+
+
+def test_questions_on_one_graph_answer_as_on_a_fresh_one(tmp_path: Path) -> None:
+    """Pruning is computed once per call graph and shared by later questions
+    (``prune.pruning_for``); which guards each fact decided is noted while a
+    flag is analysed, and must not leak into the next question's report: the
+    guard on ``cfg.trace`` is decided only while ``_on`` is analysed, and must
+    not show in the report on ``_off`` that comes after it."""
+    from flagtrace.api import analyze_project, build_callgraph, load_project
+
+    root = _package(
+        tmp_path,
+        {
+            "other.py": "import contextlib\n_off = False\n\n@contextlib.contextmanager\n"
+            "def disabled():\n    global _off\n    prev = _off\n    _off = True\n    try:\n"
+            "        yield\n    finally:\n        _off = prev\n",
+            "work.py": "from pkg import other, state\n\ndef traced(cfg):\n"
+            "    with state.enabled():\n        if cfg.trace:\n            return state._on\n\n"
+            "def quiet(cfg):\n    with other.disabled():\n        if cfg.quiet:\n"
+            "            return other._off\n\ndef work(cfg):\n    traced(cfg)\n    quiet(cfg)\n",
+        },
+    )
+    facts = ["cfg.trace=True", "cfg.quiet=True"]
+    project = load_project([str(root)], jobs=1)
+    graph = build_callgraph(project)
+    on_then_off = [
+        analyze_project(project, graph, [flag], ["pkg.work.work"], assume=facts)[0]
+        for flag in ("pkg.state._on", "pkg.other._off")
+    ]
+    alone = [
+        analyze_project(project, build_callgraph(project), [flag], ["pkg.work.work"], assume=facts)[
+            0
+        ]
+        for flag in ("pkg.state._on", "pkg.other._off")
+    ]
+    assert [r.assumptions for r in on_then_off] == [r.assumptions for r in alone]
+    assert [r.flags for r in on_then_off] == [r.flags for r in alone]
+    # the second question decided the quiet guard only, however many came before
+    used = {u.fact: [g.line for g in u.guards] for u in on_then_off[1].assumptions}
+    assert used == {"cfg.trace=True": [], "cfg.quiet=True": [10]}

@@ -63,6 +63,7 @@ from flagtrace.model import (
 from flagtrace.noreturn import NeverReturns
 from flagtrace.resolve import Program
 from flagtrace.resolve.values import ElementsExpr
+from flagtrace.sitefold import NOWHERE, SiteFold
 
 
 class GuardOracle(Protocol):
@@ -107,7 +108,13 @@ class Interpreter:
         self._reading: set[str] | None = None  # transfers read by the run in progress
         self._site_memo: dict[tuple[str, int], tuple[bool, tuple[str, ...], tuple[str, ...]]] = {}
         self._param_memo: dict[str, str | None] = {}
-        self._last_param_memo: dict[tuple[str, int], int] = {}
+        self._restoring_memo: dict[tuple[str, int], bool] = {}
+        # the sites' callees' transfers, joined (``flagtrace.sitefold``): by (scope,
+        # site, whether it joins the transfers on an exception), and where each
+        # function is folded in: (function, on an exception) -> (fold, position)
+        self._folds: dict[tuple[str, int, bool], SiteFold] = {}
+        self._folded_in: dict[tuple[str, bool], list[tuple[SiteFold, int]]] = {}
+        self._fold_reads: set[SiteFold] | None = None  # folds read by the run in progress
         # the demand-driven solver's state (see ``_compute_transfers``)
         self._readers: dict[str, set[str]] = {}  # whose runs read a function's transfer
         self._key: dict[str, tuple[int, int]] = {}  # the functions activated, to order the heap
@@ -219,7 +226,7 @@ class Interpreter:
                 self._queued.discard(key)
                 member = self._named[key]
                 if self._run_transfer(member, self._readers):
-                    for reader in self._readers.get(member, ()):
+                    for reader in self._grown(member):
                         rkey = self._key.get(reader)
                         if rkey is not None and rkey not in self._queued:
                             self._queued.add(rkey)
@@ -227,13 +234,25 @@ class Interpreter:
         finally:
             self._solving = False
 
+    def _grown(self, qn: str) -> set[str]:
+        """The functions to run again now that ``qn``'s transfers grew: those whose
+        runs read them, and the readers of every site fold that changed."""
+        out = set(self._readers.get(qn, ()))
+        for raising, table in ((False, self._transfer_value), (True, self._raised_value)):
+            for fold, position in self._folded_in.get((qn, raising), ()):
+                if fold.absorb(position, qn, table):
+                    out.update(fold.readers)
+        return out
+
     def _run_transfer(self, qn: str, readers: dict[str, set[str]]) -> bool:
         """Interpret ``qn`` from both entry states; grow its transfers. True if they grew."""
         scope = self.p.scopes.get(qn)
         if scope is None or scope.kind is ScopeKind.CLASS:
             return False
         outer = self._reading
+        outer_folds = self._fold_reads
         self._reading = set()
+        self._fold_reads = set()
         changed = False
         try:
             for entry_set in (False, True):
@@ -250,9 +269,49 @@ class Interpreter:
                     changed = True
             for callee in self._reading:
                 readers.setdefault(callee, set()).add(qn)
+            for fold in self._fold_reads:
+                fold.readers.add(qn)
         finally:
             self._reading = outer
+            self._fold_reads = outer_folds
         return changed
+
+    def _transfer_value(self, qn: str, entry_set: bool) -> tuple[bool, bool]:
+        """``_transfer`` without recording the read or activating ``qn``."""
+        return self.transfer.get((qn, entry_set), (entry_set is False, entry_set))
+
+    def _raised_value(self, qn: str, entry_set: bool) -> tuple[bool, bool]:
+        """``_raised`` without recording the read or activating ``qn``."""
+        return self.raise_transfer.get((qn, entry_set), (False, False))
+
+    def _fold(self, qualname: str, site: int, raising: bool) -> SiteFold:
+        """The site's callees' transfers joined (on an exception if ``raising``:
+        every callee that may change the flag; else the analysed ones that do not
+        write a parameter, which ``apply_call`` applies one by one); records the
+        read for the run in progress."""
+        key = (qualname, site, raising)
+        fold = self._folds.get(key)
+        if fold is None:
+            _, active, raisers = self._site_callees(qualname, site)
+            chosen = [
+                (i, qn)
+                for i, qn in enumerate(raisers if raising else active)
+                if raising or self._parameter_write(qn) is None
+            ]
+            for _, qn in chosen:  # activate first: outside the solver this runs it
+                if qn in self.writers and qn not in self._key:
+                    self._compute_transfers(qn)
+            fold = self._folds.get(key)  # a run just made may have folded it
+            if fold is None:
+                fold = SiteFold(tuple(qn for _, qn in chosen), tuple(i for i, _ in chosen))
+                table = self._raised_value if raising else self._transfer_value
+                for position, qn in chosen:
+                    fold.absorb(position, qn, table)
+                    self._folded_in.setdefault((qn, raising), []).append((fold, position))
+                self._folds[key] = fold
+        if self._fold_reads is not None:
+            self._fold_reads.add(fold)
+        return fold
 
     def _writer_callees(self, qn: str) -> set[str]:
         """The writers some call site of ``qn`` may call (its own body's sites)."""
@@ -334,43 +393,39 @@ class Interpreter:
         return split
 
     def apply_call(self, scope: Scope, site: int, state: State) -> State:
-        """The state after a call, given the callees' transfers."""
+        """The state after a call, given the callees' transfers.
+
+        The callees are joined in the site's order: the state itself first when
+        some analysed callee cannot change the flag, each callee's transfer (the
+        site's fold), each parameterised setter's value; the origin is the first
+        one joined that names one (a callee that may leave the flag set when it
+        was unset is where it became set)."""
         passive, active, _ = self._site_callees(scope.qualname, site)
         if not active:
             return state
-        result: State | None = state if passive else None
+        fold = self._fold(scope.qualname, site, raising=False)
+        unset, set_ = fold.after(state.unset, state.set)
         call = scope.calls[site]
-        last_param_setter = self._last_param_setter(scope.qualname, site, active)
+        first = fold.first_setting(state.unset, state.set)
+        origin: SetEvent | None = None
+        if first != NOWHERE:
+            origin = (
+                state.origin
+                if state.set
+                else SetEvent(StepKind.SET, scope.qualname, call.location, active[first], call.text)
+            )
         for i, qn in enumerate(active):
-            if (
-                result is not None
-                and result.unset
-                and result.set
-                and (result.origin is not None or i > last_param_setter)
-            ):
-                # nothing joined from here on can change the state: a plain callee's
-                # origin is the entry's or the call's, and the first origin wins
-                break
             param_write = self._parameter_write(qn)
-            if param_write is not None:
-                result = join(result, self._param_setter(scope, call, qn, param_write, state))
+            if param_write is None:
                 continue
-            outs: list[tuple[bool, bool]] = []
-            if state.unset:
-                outs.append(self._transfer(qn, False))
-            if state.set:
-                outs.append(self._transfer(qn, True))
-            unset = any(o[0] for o in outs)
-            set_ = any(o[1] for o in outs)
-            origin = state.origin
-            if set_ and state.unset and self._transfer(qn, False)[1]:
-                origin = (
-                    origin
-                    if state.set
-                    else SetEvent(StepKind.SET, scope.qualname, call.location, qn, call.text)
-                )
-            result = join(result, State(unset, set_, origin if set_ else None))
-        return result if result is not None else state
+            value = self._param_setter(scope, call, qn, param_write, state)
+            unset |= value.unset
+            set_ |= value.set
+            if value.origin is not None and (origin is None or i < first):
+                origin, first = value.origin, i
+        if passive:
+            return State(unset or state.unset, set_ or state.set, state.origin or origin)
+        return State(unset, set_, origin)
 
     def param_argument(self, scope: Scope, site: int) -> tuple[str, Expr] | None:
         """``set_x(v)`` where ``set_x`` writes its parameter to the flag: (the
@@ -394,6 +449,13 @@ class Interpreter:
     def restoring_call(self, scope: Scope, site: int) -> bool:
         """``set_x(prev)`` with ``prev`` the flag's saved value: a restore made
         through a parameterized setter."""
+        key = (scope.qualname, site)
+        memo = self._restoring_memo.get(key)
+        if memo is None:
+            memo = self._restoring_memo[key] = self._restores(scope, site)
+        return memo
+
+    def _restores(self, scope: Scope, site: int) -> bool:
         found = self.param_argument(scope, site)
         if found is None:
             return False
@@ -416,17 +478,6 @@ class Interpreter:
         )
         self._param_memo[qn] = found
         return found
-
-    def _last_param_setter(self, qualname: str, site: int, active: tuple[str, ...]) -> int:
-        """The position of a site's last active callee that writes a parameter, or -1."""
-        memo = self._last_param_memo.get((qualname, site))
-        if memo is None:
-            memo = max(
-                (i for i, qn in enumerate(active) if self._parameter_write(qn) is not None),
-                default=-1,
-            )
-            self._last_param_memo[(qualname, site)] = memo
-        return memo
 
     def _param_setter(self, scope: Scope, call: object, qn: str, param: str, state: State) -> State:
         """``set_flag(True)``: the argument decides."""
@@ -837,31 +888,27 @@ class Interpreter:
         """A callee that can leave the flag set by raising (its exception skipped a
         reset) raises here too: the exception runs the enclosing ``with`` exits and
         ``finally`` blocks, may be caught by an enclosing ``except``, or leaves
-        this function. The call's normal continuation is ``apply_call``'s."""
-        exc: State | None = None
-        for qn in self._site_callees(scope.qualname, site)[2]:
-            if exc is not None and exc.unset and exc.set:
-                break  # saturated: a later callee's origin would not be the first
-            outs = []
-            if state.unset:
-                outs.append(self._raised(qn, False))
-            if state.set:
-                outs.append(self._raised(qn, True))
-            unset, set_ = any(o[0] for o in outs), any(o[1] for o in outs)
-            if set_ and not state.set:
-                call = scope.calls[site]
-                exc = join(
-                    exc,
-                    State(
-                        unset,
-                        True,
-                        SetEvent(StepKind.SET, scope.qualname, call.location, qn, call.text),
-                    ),
-                )
-            elif unset or set_:
-                exc = join(exc, State(unset, set_, state.origin))
-        if exc is None:
+        this function. The call's normal continuation is ``apply_call``'s.
+
+        The callees' exceptions are joined in the site's order (the site's fold):
+        entered unset, the first that may raise with the flag set is where it
+        became set, unless one before it raised with the state unchanged."""
+        raisers = self._site_callees(scope.qualname, site)[2]
+        if not raisers:
             return
+        fold = self._fold(scope.qualname, site, raising=True)
+        unset, set_ = fold.after(state.unset, state.set)
+        if not (unset or set_):
+            return
+        origin = state.origin
+        if not state.set:
+            first = fold.first_set_from_unset
+            if first != NOWHERE and (origin is None or first <= fold.first_change_from_unset):
+                call = scope.calls[site]
+                origin = SetEvent(
+                    StepKind.SET, scope.qualname, call.location, raisers[first], call.text
+                )
+        exc = State(unset, set_, origin)
         ctx.run.raised = join(ctx.run.raised, _leave_through(ctx, exc, True))
 
     def _apply_function(self, qn: str, state: State) -> State:

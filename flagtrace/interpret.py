@@ -893,13 +893,20 @@ class Interpreter:
         The callees' exceptions are joined in the site's order (the site's fold):
         entered unset, the first that may raise with the flag set is where it
         became set, unless one before it raised with the state unchanged."""
+        exc = self.raised_at(scope, site, state)
+        if exc is not None:
+            ctx.run.raised = join(ctx.run.raised, _leave_through(ctx, exc, True))
+
+    def raised_at(self, scope: Scope, site: int, state: State) -> State | None:
+        """The state an exception from one of the site's callees leaves it with
+        (None: none of them can raise with the flag changed), entered in ``state``."""
         raisers = self._site_callees(scope.qualname, site)[2]
         if not raisers:
-            return
+            return None
         fold = self._fold(scope.qualname, site, raising=True)
         unset, set_ = fold.after(state.unset, state.set)
         if not (unset or set_):
-            return
+            return None
         origin = state.origin
         if not state.set:
             first = fold.first_set_from_unset
@@ -908,8 +915,7 @@ class Interpreter:
                 origin = SetEvent(
                     StepKind.SET, scope.qualname, call.location, raisers[first], call.text
                 )
-        exc = State(unset, set_, origin)
-        ctx.run.raised = join(ctx.run.raised, _leave_through(ctx, exc, True))
+        return State(unset, set_, origin)
 
     def _apply_function(self, qn: str, state: State) -> State:
         if qn not in self.writers:

@@ -98,7 +98,9 @@ def observed_write(
         site = next((i for i, c in enumerate(scope.calls) if c.location == step.location), None)
         if site is not None:
             found = interp.param_argument(scope, site)
-            if found is not None:  # ``set_flag(v)``: the argument is the value
+            # ``set_flag(v)``: the argument is the value (when the step names that setter:
+            # a by-name site may call a parameterised setter beside the one observed)
+            if found is not None and found[0] == step.callee:
                 constant = isinstance(found[1], ConstExpr)
                 return found[0], WrittenValue.CONSTANT if constant else WrittenValue.UNKNOWN
     if step.callee in fx.setters:

@@ -107,6 +107,7 @@ class SettingProofs:
         self._edges: dict[str, list[tuple[str, WitnessStep]]] = {}
         #: the same with each call's packed cost, and by callee
         self._weighted: dict[str, list[tuple[str, int, WitnessStep]]] = {}
+        self._weight_by_callee: dict[str, dict[str, int]] = {}
         self._searches = 0
         #: every function's cost to the cheapest write, once computed (``_distances``)
         self._to_write: dict[str, int] | None = None
@@ -303,7 +304,11 @@ class SettingProofs:
         return dist
 
     def _weight_to(self, fn: str, callee: str) -> int | None:
-        return next((w for c, w, _ in self._weighted_edges(fn) if c == callee), None)
+        """The packed cost of ``fn``'s setting call of ``callee`` (None: no such call)."""
+        by_callee = self._weight_by_callee.get(fn)
+        if by_callee is None:
+            by_callee = self._weight_by_callee[fn] = {c: w for c, w, _ in self._weighted_edges(fn)}
+        return by_callee.get(callee)
 
     def _weighted_edges(self, fn: str) -> list[tuple[str, int, WitnessStep]]:
         found = self._weighted.get(fn)

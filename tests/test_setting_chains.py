@@ -1,4 +1,5 @@
-"""Setting chains found with the distance bound are the chains the plain search finds.
+"""Setting chains and nearest setters found with a distance bound are what the plain
+searches find.
 
 ``SettingProofs._cheapest`` searches, from a setter, the cheapest chain of calls
 down to a write of the flag. After a few searches it computes every function's
@@ -7,7 +8,9 @@ chain (vLLM: 1,648 searches, 5M functions popped, 39 s before). The bound must n
 change which chain is found, ties included (the first write by name, each hop
 from the first caller popped). These tests search from every function that may
 change the flag, with the bound from the first search and without it, on the flag
-fixtures and on generated programs, and compare the chains hop by hop.
+fixtures and on generated programs, and compare the chains hop by hop. The same
+for ``setby._find_nearest_setter`` (whose write a witness observes), bounded the same
+way by every function's distance to a setter.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from flagtrace import setting
+from flagtrace import setby, setting
 from flagtrace.api import build_callgraph, load_project
 from flagtrace.callgraph import CallGraph
 from flagtrace.effects import FlagEffects, FlagLookupError, find_flags
@@ -39,6 +42,16 @@ def chains(
     return {qn: proofs._cheapest(qn) for qn in sorted(interp.writers)}
 
 
+def nearest_setters(
+    graph: CallGraph, flag_spec: str, unbounded: int, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str | None]:
+    """Every writer's nearest setter, with ``unbounded`` plain searches before the bound."""
+    monkeypatch.setattr(setby, "UNBOUNDED_SEARCHES", unbounded)
+    interp = Interpreter(FlagEffects(graph, find_flags(graph.program, flag_spec)))
+    found = {qn: setby._find_nearest_setter(interp, qn) for qn in sorted(interp.writers)}
+    return {qn: s.function if s is not None else None for qn, s in found.items()}
+
+
 def assert_same_chains(root: Path, flags: list[str], monkeypatch: pytest.MonkeyPatch) -> int:
     """Returns how many chains of at least two hops were compared."""
     graph = build_callgraph(load_project([str(root)], jobs=1))
@@ -50,6 +63,8 @@ def assert_same_chains(root: Path, flags: list[str], monkeypatch: pytest.MonkeyP
             continue  # the error fixtures name missing and ambiguous flags on purpose
         plain = chains(graph, spec, 1 << 30, monkeypatch)
         assert chains(graph, spec, 0, monkeypatch) == plain, spec
+        setters = nearest_setters(graph, spec, 1 << 30, monkeypatch)
+        assert nearest_setters(graph, spec, 0, monkeypatch) == setters, spec
         long_chains += sum(1 for c in plain.values() if len(c) >= 2)
     return long_chains
 

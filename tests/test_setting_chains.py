@@ -15,7 +15,6 @@ way by every function's distance to a setter.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -23,13 +22,11 @@ import pytest
 from flagtrace import setby, setting
 from flagtrace.api import build_callgraph, load_project
 from flagtrace.callgraph import CallGraph
-from flagtrace.effects import FlagEffects, FlagLookupError, find_flags
+from flagtrace.effects import FlagEffects, find_flags
 from flagtrace.interpret import Interpreter
 from flagtrace.setting import SettingProofs
-from tests.registry import REPO
+from tests.flag_cases import CASES, case_flags, flags_of, found_flags
 from tests.soundness.programs import FLAG_QUALNAME, random_program
-
-CASES = sorted((REPO / "fixtures" / "flags").glob("*/case.json"))
 
 
 def chains(
@@ -56,11 +53,7 @@ def assert_same_chains(root: Path, flags: list[str], monkeypatch: pytest.MonkeyP
     """Returns how many chains of at least two hops were compared."""
     graph = build_callgraph(load_project([str(root)], jobs=1))
     long_chains = 0
-    for spec in flags:
-        try:
-            find_flags(graph.program, spec)
-        except FlagLookupError:
-            continue  # the error fixtures name missing and ambiguous flags on purpose
+    for spec in found_flags(graph.program, flags):
         plain = chains(graph, spec, 1 << 30, monkeypatch)
         assert chains(graph, spec, 0, monkeypatch) == plain, spec
         setters = nearest_setters(graph, spec, 1 << 30, monkeypatch)
@@ -73,10 +66,7 @@ def assert_same_chains(root: Path, flags: list[str], monkeypatch: pytest.MonkeyP
 def test_fixture_chains_do_not_depend_on_the_bound(
     case: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    args = json.loads(case.read_text(encoding="utf-8"))["args"]
-    flags = [args[i + 1] for i, a in enumerate(args) if a == "--flag"]
-    if not flags:
-        pytest.skip("no --flag in this case")
+    flags = case_flags(case)
     assert_same_chains(case.parent, flags, monkeypatch)
 
 
@@ -92,8 +82,7 @@ def test_the_comparison_covers_chains_of_several_hops(monkeypatch: pytest.Monkey
     """Not vacuous: the story fixture's setters reach the write through helpers."""
     total = 0
     for case in CASES:
-        args = json.loads(case.read_text(encoding="utf-8"))["args"]
-        flags = [args[i + 1] for i, a in enumerate(args) if a == "--flag"]
+        flags = flags_of(case)
         if flags:
             total += assert_same_chains(case.parent, flags, monkeypatch)
     assert total >= 10

@@ -14,7 +14,6 @@ computed in different orders (so the folds grew in different orders too).
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
@@ -22,14 +21,13 @@ import pytest
 
 from flagtrace.api import build_callgraph, load_project
 from flagtrace.callgraph import CallGraph
-from flagtrace.effects import FlagEffects, FlagLookupError, find_flags
+from flagtrace.effects import FlagEffects, find_flags
 from flagtrace.flagstate import SET, UNSET, SetEvent, State, join
 from flagtrace.interpret import Interpreter
 from flagtrace.model import Location, Scope, ScopeKind, StepKind
+from tests.flag_cases import CASES, case_flags, found_flags
 from tests.registry import REPO
 from tests.soundness.programs import FLAG_QUALNAME, random_program
-
-CASES = sorted((REPO / "fixtures" / "flags").glob("*/case.json"))
 
 _EARLIER = SetEvent(StepKind.SET, "caller", Location("f.py", 1, 0), "setter", "setter()")
 #: every entry state, with and without an origin inherited from earlier in the function
@@ -121,16 +119,9 @@ def check_sites(graph: CallGraph, flag_spec: str, seed: int) -> int:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.parent.name)
 def test_fixture_sites_fold_as_their_callees_join(case: Path) -> None:
-    args = json.loads(case.read_text(encoding="utf-8"))["args"]
-    flags = [args[i + 1] for i, a in enumerate(args) if a == "--flag"]
-    if not flags:
-        pytest.skip("no --flag in this case")
+    flags = case_flags(case)
     graph = build_callgraph(load_project([str(case.parent)], jobs=1))
-    for spec in flags:
-        try:
-            find_flags(graph.program, spec)
-        except FlagLookupError:
-            continue  # the error fixtures name missing and ambiguous flags on purpose
+    for spec in found_flags(graph.program, flags):
         for seed in (0, 1):
             check_sites(graph, spec, seed)
 

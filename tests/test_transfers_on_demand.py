@@ -12,7 +12,6 @@ cycles (recursion), enter context managers through constructors and raise.
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
@@ -20,13 +19,12 @@ import pytest
 
 from flagtrace.api import build_callgraph, load_project
 from flagtrace.callgraph import CallGraph
-from flagtrace.effects import FlagEffects, FlagLookupError, find_flags
+from flagtrace.effects import FlagEffects, find_flags
 from flagtrace.interpret import Interpreter
 from flagtrace.model import ScopeKind
+from tests.flag_cases import CASES, case_flags, found_flags
 from tests.registry import REPO
 from tests.soundness.programs import FLAG_QUALNAME, random_program
-
-CASES = sorted((REPO / "fixtures" / "flags").glob("*/case.json"))
 
 Answers = dict[tuple[str, bool], tuple[tuple[bool, bool] | None, bool]]
 
@@ -53,11 +51,7 @@ def assert_order_free(root: Path, flags: list[str]) -> int:
     """The answers in four orders are equal; returns how many functions can change the flag."""
     graph = build_callgraph(load_project([str(root)], jobs=1))
     changing = 0
-    for spec in flags:
-        try:
-            find_flags(graph.program, spec)
-        except FlagLookupError:
-            continue  # the error fixtures name missing and ambiguous flags on purpose
+    for spec in found_flags(graph.program, flags):
         functions = sorted(
             qn for qn, s in graph.program.scopes.items() if s.kind is not ScopeKind.CLASS
         )
@@ -71,10 +65,7 @@ def assert_order_free(root: Path, flags: list[str]) -> int:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.parent.name)
 def test_fixture_transfers_do_not_depend_on_the_order_of_questions(case: Path) -> None:
-    args = json.loads(case.read_text(encoding="utf-8"))["args"]
-    flags = [args[i + 1] for i, a in enumerate(args) if a == "--flag"]
-    if not flags:
-        pytest.skip("no --flag in this case")
+    flags = case_flags(case)
     assert_order_free(case.parent, flags)
 
 

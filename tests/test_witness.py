@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import json
 from pathlib import Path
 
 import pytest
@@ -23,9 +22,9 @@ from flagtrace.effects import FlagEffects, FlagLookupError, find_flags
 from flagtrace.interpret import Interpreter
 from flagtrace.model import ScopeKind
 from flagtrace.reach import Node, Reach, Witness
+from tests.flag_cases import CASES, case_flags
 from tests.registry import REPO
 
-CASES = sorted((REPO / "fixtures" / "flags").glob("*/case.json"))
 STARTS = ((True, False), (True, True))
 
 
@@ -96,10 +95,7 @@ def check_all_entries(root: Path, flags: list[str], limit: int | None = None) ->
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.parent.name)
 def test_witness_cost_equals_a_forward_search(case: Path) -> None:
-    args = json.loads(case.read_text(encoding="utf-8"))["args"]
-    flags = [args[i + 1] for i, a in enumerate(args) if a == "--flag"]
-    if not flags:
-        pytest.skip("no --flag in this case")
+    flags = case_flags(case)
     check_all_entries(case.parent, flags)
 
 

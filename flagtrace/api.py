@@ -520,6 +520,7 @@ def analyze_project(
     are ``--assume`` facts (``flagtrace.assume``; a malformed one raises
     ``FactError``)."""
     from flagtrace.effects import FlagLookupError, find_flags
+    from flagtrace.pergraph import once
     from flagtrace.programs import RootIndex, find_roots
     from flagtrace.prune import pruning_for
     from flagtrace.setby import SetByError
@@ -559,7 +560,11 @@ def analyze_project(
     # hops that cannot run: false guards under the facts, methods of classes never instantiated
     pruning = pruning_for(graph, assume, [*chosen, *configured])
     if discovered:
-        found = discover_entries(graph, configured, include_tests)
+        found = once(
+            graph,
+            ("entries", tuple(configured), include_tests),
+            lambda: discover_entries(graph, configured, include_tests),
+        )
         chosen = [e for e in found.entries if e in configured or not pruning.dead_entry(e)]
         left_out = found.left_out
     graph = pruning.graph
@@ -570,7 +575,8 @@ def analyze_project(
         except EntryError as exc:
             errors.append(Diagnostic("<root>", None, str(exc).replace("entry point", "root")))
     found_roots = find_roots(program, project.scripts, configured_roots)
-    root_index = RootIndex(graph, found_roots)
+    pruned = graph
+    root_index = once(pruned, ("roots", found_roots), lambda: RootIndex(pruned, found_roots))
     deadline = time.perf_counter() + jedi_budget
     latest = [graph]  # jedi's answers carry over to the flags after
 

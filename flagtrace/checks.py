@@ -33,6 +33,7 @@ from flagtrace.model import (
     YieldStep,
     walk,
 )
+from flagtrace.pergraph import once
 from flagtrace.rules import RULES
 
 
@@ -600,7 +601,8 @@ def _thread_hazards(
         return
     # only calls we are sure of: by-name fan-out would make every flag look shared
     if threads is None:
-        threads = threads_of(fx.graph)
+        graph = fx.graph
+        threads = once(graph, "threads", lambda: threads_of(graph))
     targets, callees = threads.targets, threads.callees
     if not targets:
         return

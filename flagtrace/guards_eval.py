@@ -412,7 +412,10 @@ class GuardEvaluator:
         self.facts = facts
         self.derived = derived
         self._envs: dict[str, AssumedEnv] = {}
-        self._memo: dict[tuple[str, Guard], Decision] = {}
+        #: by (scope, text, negated): the decision depends on nothing else (``expr`` is
+        #: ``text`` parsed), and hashing a ``Guard`` hashes its whole parsed expression
+        #: (a million lookups when pruning vLLM)
+        self._memo: dict[tuple[str, str, bool], Decision] = {}
 
     def _env(self, scope: Scope) -> AssumedEnv:
         env = self._envs.get(scope.qualname)
@@ -467,7 +470,7 @@ class GuardEvaluator:
     def guard(self, scope: Scope, guard: Guard) -> Decision:
         if guard.expr is None or guard.kind in (GuardKind.EXCEPT, GuardKind.CASE):
             return UNKNOWN
-        key = (scope.qualname, guard)
+        key = (scope.qualname, guard.text, guard.negated)
         memo = self._memo.get(key)
         if memo is not None:
             return memo

@@ -109,6 +109,7 @@ class Interpreter:
         self._site_memo: dict[tuple[str, int], tuple[bool, tuple[str, ...], tuple[str, ...]]] = {}
         self._param_memo: dict[str, str | None] = {}
         self._restoring_memo: dict[tuple[str, int], bool] = {}
+        self._entering: set[str] = set()  # generator managers whose body is being run
         # the sites' callees' transfers, joined (``flagtrace.sitefold``): by (scope,
         # site, whether it joins the transfers on an exception), and where each
         # function is folded in: (function, on an exception) -> (fold, position)
@@ -742,8 +743,17 @@ class Interpreter:
                 continue  # ``with (cm() if c else nullcontext())`` with ``c`` false
             for kind, qn in self._context_managers(scope, item.expr):
                 before = inside
-                if kind == "cm":
-                    run = self.run(self.p.scopes[qn], before)
+                if kind == "cm" and qn in self._entering:
+                    # a manager whose body enters itself again (directly, or through
+                    # others: by-name ``with`` items can close such a cycle) would be
+                    # interpreted without end: here it may leave the flag either way
+                    now = State(True, True, before.origin)
+                elif kind == "cm":
+                    self._entering.add(qn)
+                    try:
+                        run = self.run(self.p.scopes[qn], before)
+                    finally:
+                        self._entering.discard(qn)
                     now = run.yields if run.yields is not None else before
                 else:  # class-based: __enter__'s transfer
                     now = self._apply_function(qn, before)
@@ -765,7 +775,14 @@ class Interpreter:
                 if kind == "cm":
                     if exceptional and not self._reset_survives_exceptions(qn):
                         continue  # the exception skips a reset that is not in ``finally``
-                    run = self.run(self.p.scopes[qn], before, resume=end)
+                    if qn in self._entering:  # a cycle of managers, as on entering
+                        end = State(True, True, end.origin)
+                        continue
+                    self._entering.add(qn)
+                    try:
+                        run = self.run(self.p.scopes[qn], before, resume=end)
+                    finally:
+                        self._entering.discard(qn)
                     end = run.exit if run.exit is not None else end
                 else:
                     exit_qn = qn.rpartition(".")[0] + (

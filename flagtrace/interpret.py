@@ -304,7 +304,7 @@ class Interpreter:
                     self._compute_transfers(qn)
             fold = self._folds.get(key)  # a run just made may have folded it
             if fold is None:
-                fold = SiteFold(tuple(qn for _, qn in chosen), tuple(i for i, _ in chosen))
+                fold = SiteFold()
                 table = self._raised_value if raising else self._transfer_value
                 for position, qn in chosen:
                     fold.absorb(position, qn, table)

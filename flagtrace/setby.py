@@ -111,30 +111,43 @@ def observed_write(
     return nearest.function, _setter_value(fx, nearest)
 
 
-#: per flag interpreter, ``_nearest_setter``'s answers: every witness through one sticky
-#: setter asks again (2,288 discovered entries of one transformers flag: 21 s of BFS)
-_NEAREST: weakref.WeakKeyDictionary[Interpreter, dict[str, Setter | None]] = (
-    weakref.WeakKeyDictionary()
-)
+class _SetterSearches:
+    """What the searches for a witness's setter keep per flag interpreter.
 
+    ``nearest``: every answer (each witness through one sticky setter asks again:
+    2,288 discovered entries of one transformers flag spent 21 s in the search);
+    ``count``: the searches run so far; ``to_setter``: every function's distance to
+    a setter, computed once ``count`` passes ``UNBOUNDED_SEARCHES``."""
 
-def _nearest_setter(interp: Interpreter, start: str) -> Setter | None:
-    """The setter closest to ``start`` among what it calls that can change the flag (a
-    function that leaves the flag set through a callee: the callee's write is the one)."""
-    memo = _NEAREST.setdefault(interp, {})
-    if start not in memo:
-        memo[start] = _find_nearest_setter(interp, start)
-    return memo[start]
+    __slots__ = ("nearest", "count", "to_setter")
+
+    def __init__(self) -> None:
+        self.nearest: dict[str, Setter | None] = {}
+        self.count = 0
+        self.to_setter: dict[str, int] | None = None
 
 
 #: searches an interpreter runs before it bounds them with every function's distance to
 #: a setter (``_find_nearest_setter``)
 UNBOUNDED_SEARCHES = 8
-_SEARCHES: weakref.WeakKeyDictionary[Interpreter, int] = weakref.WeakKeyDictionary()
-_TO_SETTER: weakref.WeakKeyDictionary[Interpreter, dict[str, int]] = weakref.WeakKeyDictionary()
+#: weak, so an interpreter and its searches go together
+_SEARCHES: weakref.WeakKeyDictionary[Interpreter, _SetterSearches] = weakref.WeakKeyDictionary()
 
 
-def _find_nearest_setter(interp: Interpreter, start: str) -> Setter | None:
+def _nearest_setter(interp: Interpreter, start: str) -> Setter | None:
+    """The setter closest to ``start`` among what it calls that can change the flag (a
+    function that leaves the flag set through a callee: the callee's write is the one)."""
+    searches = _SEARCHES.get(interp)
+    if searches is None:
+        searches = _SEARCHES[interp] = _SetterSearches()
+    if start not in searches.nearest:
+        searches.nearest[start] = _find_nearest_setter(interp, searches, start)
+    return searches.nearest[start]
+
+
+def _find_nearest_setter(
+    interp: Interpreter, searches: _SetterSearches, start: str
+) -> Setter | None:
     """Breadth first from ``start`` over the calls of functions that can change the
     flag: the first setter popped.
 
@@ -146,12 +159,12 @@ def _find_nearest_setter(interp: Interpreter, start: str) -> Setter | None:
     ways, is discovered from the same caller in the same order (all the callers one
     level up of a function on a shortest way are on one too)."""
     fx = interp.fx
-    searches = _SEARCHES[interp] = _SEARCHES.get(interp, 0) + 1
+    searches.count += 1
     to_setter: dict[str, int] | None = None
-    if searches > UNBOUNDED_SEARCHES:
-        to_setter = _TO_SETTER.get(interp)
-        if to_setter is None:
-            to_setter = _TO_SETTER[interp] = _setter_distances(interp)
+    if searches.count > UNBOUNDED_SEARCHES:
+        if searches.to_setter is None:
+            searches.to_setter = _setter_distances(interp)
+        to_setter = searches.to_setter
         if start not in to_setter:
             return None
     depth = {start: 0}

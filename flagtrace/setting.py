@@ -102,12 +102,10 @@ class SettingProofs:
         self._proofs: dict[tuple[StepKind, str, Location, str], SettingProof] = {}
         self._chains: dict[tuple[StepKind, str], tuple[WitnessStep, ...]] = {}
         self._leaves: dict[str, bool] = {}
-        #: per function, its calls whose callee can leave the flag set: every
-        #: search for a chain (one per setter a witness names) walks the same ones
-        self._edges: dict[str, list[tuple[str, WitnessStep]]] = {}
-        #: the same with each call's packed cost, and by callee
-        self._weighted: dict[str, list[tuple[str, int, WitnessStep]]] = {}
-        self._weight_by_callee: dict[str, dict[str, int]] = {}
+        #: per function, its calls whose callee can leave the flag set, by callee
+        #: (sorted): the call's packed cost and its step. Every search for a chain
+        #: (one per setter a witness names) walks the same ones
+        self._edges: dict[str, dict[str, tuple[int, WitnessStep]]] = {}
         self._searches = 0
         #: every function's cost to the cheapest write, once computed (``_distances``)
         self._to_write: dict[str, int] | None = None
@@ -274,7 +272,7 @@ class SettingProofs:
                     fn, hop = back[fn]
                     hops.append(hop)
                 return tuple(reversed(hops[-MAX_SETTING_HOPS:]))
-            for callee, weight, hop in self._weighted_edges(fn):
+            for callee, (weight, hop) in self._setting_edges(fn).items():
                 candidate = cost + weight
                 if to_write is not None and candidate + to_write.get(callee, _FAR) > bound:
                     continue
@@ -305,18 +303,8 @@ class SettingProofs:
 
     def _weight_to(self, fn: str, callee: str) -> int | None:
         """The packed cost of ``fn``'s setting call of ``callee`` (None: no such call)."""
-        by_callee = self._weight_by_callee.get(fn)
-        if by_callee is None:
-            by_callee = self._weight_by_callee[fn] = {c: w for c, w, _ in self._weighted_edges(fn)}
-        return by_callee.get(callee)
-
-    def _weighted_edges(self, fn: str) -> list[tuple[str, int, WitnessStep]]:
-        found = self._weighted.get(fn)
-        if found is None:
-            found = self._weighted[fn] = [
-                (callee, _hop_weight(hop), hop) for callee, hop in self._setting_edges(fn)
-            ]
-        return found
+        found = self._setting_edges(fn).get(callee)
+        return found[0] if found is not None else None
 
     def _writes_set(self, fn: str) -> bool:
         memo = self._writes_memo.get(fn)
@@ -327,7 +315,7 @@ class SettingProofs:
             )
         return memo
 
-    def _setting_edges(self, fn: str) -> list[tuple[str, WitnessStep]]:
+    def _setting_edges(self, fn: str) -> dict[str, tuple[int, WitnessStep]]:
         """The calls in ``fn`` whose callee can leave the flag set (each callee once,
         at its strongest site); memoised (on transformers a flag's witnesses ran
         ~1,000 searches over the same functions, and building these steps again
@@ -337,10 +325,10 @@ class SettingProofs:
             found = self._edges[fn] = self._find_setting_edges(fn)
         return found
 
-    def _find_setting_edges(self, fn: str) -> list[tuple[str, WitnessStep]]:
+    def _find_setting_edges(self, fn: str) -> dict[str, tuple[int, WitnessStep]]:
         scope = self.p.scopes.get(fn)
         if scope is None:
-            return []
+            return {}
         out: dict[str, tuple[str, WitnessStep]] = {}
         for i, call in enumerate(scope.calls):
             for c in self.graph.running_callees(fn, i):
@@ -365,7 +353,7 @@ class SettingProofs:
                     setting=True,
                 )
                 out[c.qualname] = (c.qualname, hop)
-        return [out[k] for k in sorted(out)]
+        return {k: (_hop_weight(out[k][1]), out[k][1]) for k in sorted(out)}
 
     def _leaves_set(self, qn: str) -> bool:
         """Does running ``qn`` from the flag unset leave it set: a context manager

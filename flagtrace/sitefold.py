@@ -28,11 +28,10 @@ NOWHERE = 1 << 30  # a position no callee has
 
 
 class SiteFold:
-    """The join of ``callees``' transfers (``transfer(qn, entered_set)``)."""
+    """The join of a site's callees' transfers (``transfer(qn, entered_set)``), each
+    absorbed with its position among the site's callees."""
 
     __slots__ = (
-        "callees",
-        "positions",
         "unset_from_unset",
         "set_from_unset",
         "unset_from_set",
@@ -43,10 +42,7 @@ class SiteFold:
         "readers",
     )
 
-    def __init__(self, callees: tuple[str, ...], positions: tuple[int, ...]) -> None:
-        #: the callees folded, and their positions among the site's callees
-        self.callees = callees
-        self.positions = positions
+    def __init__(self) -> None:
         self.unset_from_unset = False
         self.set_from_unset = False
         self.unset_from_set = False

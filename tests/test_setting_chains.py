@@ -45,7 +45,8 @@ def nearest_setters(
     """Every writer's nearest setter, with ``unbounded`` plain searches before the bound."""
     monkeypatch.setattr(setby, "UNBOUNDED_SEARCHES", unbounded)
     interp = Interpreter(FlagEffects(graph, find_flags(graph.program, flag_spec)))
-    found = {qn: setby._find_nearest_setter(interp, qn) for qn in sorted(interp.writers)}
+    searches = setby._SetterSearches()
+    found = {qn: setby._find_nearest_setter(interp, searches, qn) for qn in sorted(interp.writers)}
     return {qn: s.function if s is not None else None for qn, s in found.items()}
 
 

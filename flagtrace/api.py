@@ -34,6 +34,7 @@ from flagtrace.scripts import Script, read_scripts
 if TYPE_CHECKING:
     from flagtrace.baseline import Baseline
     from flagtrace.callgraph import CallGraph
+    from flagtrace.prune import StoredPrunings
     from flagtrace.resolve import ResolvedProgram
 
 
@@ -488,6 +489,7 @@ def _analyze_reusing(
         roots=program.roots,
         set_by=program.set_by,
         sticky_anywhere=program.sticky_anywhere,
+        prunings=programs.prunings(program_key),
     )
     report = replace(report, seconds=time.perf_counter() - start)
     if graph.jedi_queries == 0:  # jedi answers within a time budget: not reproducible
@@ -510,6 +512,7 @@ def analyze_project(
     roots: Sequence[str] = (),
     set_by: Sequence[str] = (),
     sticky_anywhere: bool = False,
+    prunings: StoredPrunings | None = None,
 ) -> tuple[AnalysisReport, CallGraph]:
     """The flag stages on an already indexed and resolved project; the report,
     and the graph (pruned, see ``flagtrace.prune``) with whatever jedi settled on
@@ -518,7 +521,8 @@ def analyze_project(
     ``jedi_budget`` seconds are shared by all verdicts that would otherwise
     rest on unresolved calls (jedi is asked only about those calls). ``assume``
     are ``--assume`` facts (``flagtrace.assume``; a malformed one raises
-    ``FactError``)."""
+    ``FactError``). ``prunings``: the prunings earlier runs stored for this
+    resolved program (``flagtrace.program_store``), reused and added to."""
     from flagtrace.effects import FlagLookupError, find_flags
     from flagtrace.pergraph import once
     from flagtrace.programs import RootIndex, find_roots
@@ -558,7 +562,7 @@ def analyze_project(
             except EntryError as exc:
                 errors.append(Diagnostic("<config>", None, str(exc)))
     # hops that cannot run: false guards under the facts, methods of classes never instantiated
-    pruning = pruning_for(graph, assume, [*chosen, *configured])
+    pruning = pruning_for(graph, assume, [*chosen, *configured], prunings)
     if discovered:
         found = once(
             graph,

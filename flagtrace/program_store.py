@@ -59,13 +59,14 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from flagtrace import model, results
+from flagtrace import assume, guards_eval, model, prune, results
 from flagtrace.cache import (
     _PROGRAMS,
     PROTOCOL,
     LoadableTypes,
     SummaryCache,
     atomic_write,
+    encode_entry,
     entry_header,
     load_entry,
 )
@@ -74,6 +75,7 @@ from flagtrace.cache import (
 )
 from flagtrace.memory import gc_paused
 from flagtrace.model import Diagnostic, ModuleSummary
+from flagtrace.prune import PruningState, Question
 from flagtrace.resolve import ResolvedProgram
 from flagtrace.results import FileState, analysis_digest
 
@@ -86,6 +88,10 @@ MANIFEST_KIND = "program manifest"
 DIRECTORY = _PROGRAMS
 #: Stored programs kept per cache directory; the oldest go first.
 KEEP = 4
+PRUNING_KIND = "pruning"
+PRUNING_SUFFIX = ".pruning"
+#: Prunings kept per stored program (one per set of facts and entries asked).
+KEEP_PRUNINGS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +224,14 @@ def program_types() -> LoadableTypes:
     return LoadableTypes(model, results, extra=extra)
 
 
+@lru_cache(maxsize=1)
+def pruning_types() -> LoadableTypes:
+    """What a stored pruning may name: the records and enums of the model, of
+    pruning (``GuardCut``, ``PruningState``), of the guards' decisions and of the
+    facts; nothing else (its sets, dicts and tuples are pickle opcodes)."""
+    return LoadableTypes(model, prune, guards_eval, assume)
+
+
 # --------------------------------------------------------------------------
 # The store
 
@@ -318,6 +332,65 @@ class ProgramStore:
         self._prune()
         return True
 
+    # ------------------------------------------------------------ prunings
+
+    def prunings(self, key: str) -> ProgramPrunings:
+        """The prunings stored for the program of ``key`` (``prune.StoredPrunings``)."""
+        return ProgramPrunings(self, key)
+
+    def _pruning_path(self, key: str, question: Question) -> Path:
+        digest = hashlib.sha256(repr(question).encode("utf-8", "surrogateescape")).hexdigest()
+        return self.root / key[:2] / f"{key}.{digest[:32]}{PRUNING_SUFFIX}"
+
+    def get_pruning(self, key: str, question: Question) -> PruningState | None:
+        """The pruning stored for ``question`` on the program of ``key``, or None
+        (absent; damaged, foreign or of another question: a miss, said on stderr)."""
+        if not self.enabled:
+            return None
+        path = self._pruning_path(key, question)
+        try:
+            blob = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self._warn(f"stored pruning {path} not read ({exc.strerror}); pruning again")
+            return None
+        with gc_paused():
+            entry = load_entry(PRUNING_KIND, blob, pruning_types())
+        if not (
+            isinstance(entry, tuple)
+            and len(entry) == 4
+            and entry[:3] == (MAGIC, key, question)
+            and isinstance(entry[3], PruningState)
+        ):
+            self._warn(f"stored pruning {path} is damaged or not flagtrace's; pruning again")
+            return None
+        return entry[3]
+
+    def put_pruning(self, key: str, question: Question, state: PruningState) -> bool:
+        """Store ``state`` for ``question`` beside the program of ``key`` (atomically;
+        only while that program is stored, and the newest ``KEEP_PRUNINGS`` of it)."""
+        if not self.enabled or not self._path(key).exists():
+            return False
+        target = self._pruning_path(key, question)
+        try:
+            blob = encode_entry(PRUNING_KIND, (MAGIC, key, question, state))
+        except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as exc:
+            self._warn(f"pruning not stored ({exc})")
+            return False
+        if not atomic_write(target, blob):
+            return False
+        try:
+            siblings = sorted(
+                target.parent.glob(f"{key}.*{PRUNING_SUFFIX}"), key=lambda p: p.stat().st_mtime
+            )
+        except OSError:  # one removed meanwhile by a concurrent run
+            return True
+        for old in siblings[: max(0, len(siblings) - KEEP_PRUNINGS)]:
+            with contextlib.suppress(OSError):
+                old.unlink()
+        return True
+
     # ----------------------------------------------------------- manifests
 
     def manifest(self, identity: str) -> dict[str, FileState]:
@@ -360,6 +433,23 @@ class ProgramStore:
                 path.unlink()
             except OSError:
                 pass
+            for pruning in path.parent.glob(f"{path.stem}.*{PRUNING_SUFFIX}"):
+                with contextlib.suppress(OSError):
+                    pruning.unlink()
+
+
+class ProgramPrunings:
+    """``prune.StoredPrunings`` for one stored program."""
+
+    def __init__(self, store: ProgramStore, key: str) -> None:
+        self.store = store
+        self.key = key
+
+    def get(self, question: Question) -> PruningState | None:
+        return self.store.get_pruning(self.key, question)
+
+    def put(self, question: Question, state: PruningState) -> None:
+        self.store.put_pruning(self.key, question, state)
 
 
 def _warn_stderr(message: str) -> None:

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from flagtrace import program_store as store_module
 from flagtrace.cache import SummaryCache, encode_entry, entry_header, load_entry
 from flagtrace.cli import main
 from flagtrace.program_store import KIND, program_types
+from flagtrace.prune import Pruning
 from flagtrace.resolve import ResolvedProgram
 from tests.regen_goldens import CASES, Case, case_roots, normalise
 from tests.registry import REPO
@@ -377,3 +379,130 @@ def test_sglang_new_question_matches_a_cold_run(tmp_path: Path) -> None:
         shutil.copytree(fmt, summaries_only / fmt.name)
     cold_code, cold, _ = run(second, "--cache-dir", str(summaries_only))
     assert (code, reused) == (cold_code, cold)
+
+
+# --------------------------------------------------------------------------
+# Stored prunings: a new question with the same facts and entries loads one
+
+
+class Prunings:
+    """Counts the prunings computed (``Pruning._compute``), not loaded."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        real = Pruning._compute
+
+        def counting(pruning: Pruning, entries: Sequence[str]) -> None:
+            self.count += 1
+            real(pruning, entries)
+
+        monkeypatch.setattr(Pruning, "_compute", counting)
+
+
+@pytest.fixture
+def prunings(monkeypatch: pytest.MonkeyPatch) -> Prunings:
+    return Prunings(monkeypatch)
+
+
+def stored_prunings(cache: Path) -> list[Path]:
+    return sorted((cache / "programs").glob(f"v*/??/*{store_module.PRUNING_SUFFIX}"))
+
+
+#: the first question again with an option pruning does not depend on: a new report
+SAME_PRUNING = [*FIRST, "--include-tests"]
+
+
+def test_the_same_facts_and_entries_load_the_stored_pruning(
+    tree: Path, tmp_path: Path, prunings: Prunings
+) -> None:
+    cache, out = tmp_path / "cache", tmp_path / "out.json"
+    check(tree, FIRST, cache, out)
+    assert prunings.count == 1 and len(stored_prunings(cache)) == 1
+    code, report = check(tree, SAME_PRUNING, cache, out)
+    assert prunings.count == 1  # loaded, not computed
+    assert (code, report) == check(tree, SAME_PRUNING, None, tmp_path / "cold.json")
+
+
+def test_other_entries_are_another_pruning_and_the_newest_are_kept(
+    tree: Path, tmp_path: Path, prunings: Prunings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "KEEP_PRUNINGS", 2)
+    cache, out = tmp_path / "cache", tmp_path / "out.json"
+    flag = ["--flag", "_in_piecewise_cuda_graph", "--jedi-budget", "0"]
+    for i, entries in enumerate(([*VERIFY], ["--entry", DECODE], [*VERIFY, "--entry", DECODE])):
+        check(tree, [*flag, *entries], cache, out)
+        assert prunings.count == i + 1
+    assert len(stored_prunings(cache)) == 2
+    # the oldest (verify alone) went: computed again, and stored again
+    result = check(tree, [*flag, *VERIFY, "--include-tests"], cache, out)
+    assert prunings.count == 4
+    assert result == check(tree, [*flag, *VERIFY, "--include-tests"], None, tmp_path / "c.json")
+
+
+def test_prunings_go_with_their_program(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "KEEP", 1)
+    cache, out = tmp_path / "cache", tmp_path / "out.json"
+    check(tree, FIRST, cache, out)
+    (first,) = stored_prunings(cache)
+    with (tree / "pkg" / "__init__.py").open("a", encoding="utf-8") as fh:
+        fh.write("\n\ndef added_by_the_test():\n    return 1\n")
+    check(tree, FIRST, cache, out)
+    (entry,) = stored_entries(cache)
+    assert not first.exists()
+    assert [p.name.split(".")[0] for p in stored_prunings(cache)] == [entry.stem]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "another question", "os.system"])
+def test_a_damaged_or_foreign_pruning_is_ignored_with_one_line(
+    damage: str,
+    tree: Path,
+    tmp_path: Path,
+    prunings: Prunings,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cache, out = tmp_path / "cache", tmp_path / "out.json"
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    check(tree, FIRST, cache, out)
+    (stored,) = stored_prunings(cache)
+    real = stored.read_bytes()
+    header = entry_header(store_module.PRUNING_KIND)
+    loaded = load_entry(store_module.PRUNING_KIND, real, store_module.pruning_types())
+    assert isinstance(loaded, tuple)
+    damaged = {
+        "truncated": real[: len(real) // 2],
+        "another question": encode_entry(
+            store_module.PRUNING_KIND, (*loaded[:2], ((), ("pkg.other",)), loaded[3])
+        ),
+        "os.system": header + payloads(markers)["os.system"],
+    }
+    stored.write_bytes(damaged[damage])
+    capsys.readouterr()
+    result = check(tree, SAME_PRUNING, cache, out)
+    err = capsys.readouterr().err
+    assert prunings.count == 2  # computed again
+    assert err.strip().splitlines() == [
+        f"flagtrace: warning: stored pruning {stored} is damaged or not flagtrace's; pruning again"
+    ]
+    assert list(markers.iterdir()) == []
+    assert result == check(tree, SAME_PRUNING, None, tmp_path / "cold.json")
+    # rewritten: it loads again
+    assert load_entry(store_module.PRUNING_KIND, stored.read_bytes(), store_module.pruning_types())
+
+
+def test_pruning_leaves_resolution_s_memo_as_it_found_it(tree: Path) -> None:
+    """What pruning asks resolution is forgotten (``ValueQuery.forgetting``): the flag
+    stages then answer alike after a computed or a loaded pruning."""
+    graph = api.build_callgraph(api.load_project([str(tree)], jobs=1))
+    resolver = graph.values._r
+    memo = resolver.memo
+    sizes = {name: len(getattr(memo, name)) for name in ("variables", "call_results", "returns")}
+    pruning = Pruning(graph)
+    assert resolver.memo is memo
+    assert {name: len(getattr(memo, name)) for name in sizes} == sizes
+    again = Pruning(graph, stored=pruning.state())
+    assert again.state() == pruning.state()
+    assert list(again.graph.nx.edges) == list(pruning.graph.nx.edges)
+    assert again.rta_cuts == pruning.rta_cuts

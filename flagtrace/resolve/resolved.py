@@ -10,6 +10,7 @@ classes can this ``with`` item be an instance of?).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from flagtrace.model import Callee, DecoratorKind, Expr, Resolution
@@ -34,6 +35,24 @@ class ValueQuery:
 
     def __init__(self, resolver: Resolver) -> None:
         self._r = resolver
+
+    @contextmanager
+    def forgetting(self) -> Iterator[None]:
+        """Questions asked inside are answered as usual, but what resolution
+        memoises to answer them is forgotten on exit.
+
+        Why: an answer that met a recursive lookup depends on what was memoised
+        before it was asked (``RoundMemo.in_progress``), so a stage that asks many
+        questions changes the later stages' answers. Pruning asks inside this:
+        the flag stages then answer the same whether pruning ran in this process
+        or its result was loaded (``flagtrace.program_store``)."""
+        r = self._r
+        kept = r.memo
+        r.memo = kept.copy()
+        try:
+            yield
+        finally:
+            r.memo = kept
 
     def names_module(self, qn: str, dotted: str, module: str) -> bool:
         """Does ``dotted`` (``st`` or ``pkg.state``), read in scope ``qn``, refer

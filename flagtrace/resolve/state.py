@@ -14,6 +14,7 @@ part can live in its own module and still type-check.
 
 from __future__ import annotations
 
+import copy
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -88,6 +89,18 @@ class RoundMemo:
         """Answer for a lookup that met itself: nothing, counted."""
         self.cuts += 1
         return EMPTY
+
+    def copy(self) -> RoundMemo:
+        """A memo that answers as this one and records what it learns on its own:
+        every table copied, the tables' values shared. Sound because an entry,
+        once its lookup has finished, is never changed in place outside a round
+        (``collect_stores`` replaces the container tables whole)."""
+        other = copy.copy(self)
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, dict | set):
+                setattr(other, name, value.copy())
+        return other
 
 
 @dataclass(slots=True)

@@ -24,6 +24,7 @@ from flagtrace.cli import main
 from flagtrace.program_store import KIND, program_types
 from flagtrace.prune import Pruning
 from flagtrace.resolve import ResolvedProgram
+from flagtrace.resolve.values import Same
 from tests.regen_goldens import CASES, Case, case_roots, normalise
 from tests.registry import REPO
 from tests.test_cache_safety import _short, payloads
@@ -506,3 +507,40 @@ def test_pruning_leaves_resolution_s_memo_as_it_found_it(tree: Path) -> None:
     assert again.state() == pruning.state()
     assert list(again.graph.nx.edges) == list(pruning.graph.nx.edges)
     assert again.rta_cuts == pruning.rta_cuts
+
+
+def _objects_in(value: object, seen: set[int]) -> None:
+    """Every object reachable from ``value`` through records, tuples, lists and dicts."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if id(item) in seen or isinstance(item, str | int | float | bool | type(None)):
+            continue
+        seen.add(id(item))
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, tuple | list | set | frozenset):
+            stack.extend(item)
+        elif hasattr(item, "__dataclass_fields__"):
+            stack.extend(getattr(item, name) for name in item.__dataclass_fields__)
+
+
+def test_a_loaded_program_s_memo_stands_for_its_own_expressions(tree: Path, tmp_path: Path) -> None:
+    """The memo keys that stand for an expression (``attributes``, ``field_bases``) name
+    an expression of the loaded program and are found by it: keyed by ``id()`` they
+    named addresses of the process that resolved, found by nothing after a load (or
+    by another expression at that address)."""
+    cache = tmp_path / "cache"
+    check(tree, FIRST, cache, tmp_path / "out.json")
+    (entry,) = stored_entries(cache)
+    stored = store_module.ProgramStore(SummaryCache(cache)).get(entry.stem)
+    assert stored is not None
+    memo = stored.resolved.values._r.memo
+    reachable: set[int] = set()
+    _objects_in(stored.summaries, reachable)
+    for table in (memo.attributes, memo.field_bases):
+        assert table
+        for qn, same in table:
+            assert id(same.obj) in reachable, (qn, same)
+            assert (qn, Same(same.obj)) in table

@@ -40,6 +40,7 @@ from flagtrace.resolve.values import (
     MODULE,
     SUPER,
     ElementsExpr,
+    Same,
     Value,
     Values,
     key_text,
@@ -127,7 +128,7 @@ class Objects(ResolverBase):
         was cut is recomputed, as before.
         """
         memo = self.memo
-        key = (qn, id(expr))  # stored expressions live as long as the program
+        key = (qn, Same(expr))
         found = memo.attributes.get(key)
         if found is not None:
             return found
@@ -281,7 +282,7 @@ class Objects(ResolverBase):
         return index
 
     def _field_base(self, scope_qn: str, base: Expr) -> Values:
-        key = (scope_qn, id(base))
+        key = (scope_qn, Same(base))
         memo = self.memo.field_bases.get(key)
         if memo is None:
             memo = self.memo.field_bases[key] = self.eval(scope_qn, base)

@@ -29,7 +29,7 @@ from flagtrace.model import (
     SubscriptExpr,
 )
 from flagtrace.resolve.program import Program, Stored
-from flagtrace.resolve.values import EMPTY, Value, Values
+from flagtrace.resolve.values import EMPTY, Same, Value, Values
 
 #: a callee value, the layer that found it, and the receiver it was looked up on
 Target = tuple[Value, Resolution, Value | None]
@@ -67,7 +67,7 @@ class RoundMemo:
     callee_values: dict[tuple[str, int], tuple[list[Target], str | None]] = field(
         default_factory=dict
     )
-    field_bases: dict[tuple[str, int], Values] = field(default_factory=dict)
+    field_bases: dict[tuple[str, Same], Values] = field(default_factory=dict)
     container_contents: dict[str, dict[str, set[Value]]] = field(default_factory=dict)
     container_stores: dict[str, dict[str, set[Value]]] = field(default_factory=dict)
     class_attributes: dict[tuple[str, str], Values] = field(default_factory=dict)
@@ -82,8 +82,8 @@ class RoundMemo:
     #: how many lookups have met themselves so far this round (``cut``): an answer
     #: computed while this did not move is complete, and may be memoised
     cuts: int = 0
-    #: ``base.attr`` by (scope, id of the stored expression), complete answers only
-    attributes: dict[tuple[str, int], Values] = field(default_factory=dict)
+    #: ``base.attr`` by (scope, the stored expression: ``Same``), complete answers only
+    attributes: dict[tuple[str, Same], Values] = field(default_factory=dict)
 
     def cut(self) -> Values:
         """Answer for a lookup that met itself: nothing, counted."""

@@ -22,6 +22,31 @@ MAX_EXTERNAL_DEPTH = 5  # ``a.b.c.d.e.f``: deeper library names are not worth tr
 BUILTINS = frozenset(dir(builtins))
 
 
+class Same:
+    """A memo key that stands for one expression of the program (its identity, not
+    its value: hashing a parsed expression hashes all of it).
+
+    Why not its ``id()``: a stored program (``flagtrace.program_store``) keeps the
+    round memo, and an ``id`` from the process that resolved means nothing in the
+    one that loads it: the entry was never found again, and could have answered for
+    another expression that happened to get that address. A ``Same`` is stored with
+    the expression it stands for, and the loading dict hashes it by the new id."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Same) and other.obj is self.obj
+
+    def __repr__(self) -> str:
+        return f"Same({self.obj!r})"
+
+
 class ValueKind(str, enum.Enum):
     """What a value is. A ``str`` mixin keeps hashing and equality at C speed
     (a plain ``Enum`` hashes in Python), and the one-letter values keep the

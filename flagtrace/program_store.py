@@ -272,6 +272,16 @@ class ProgramStore:
     def _manifest_path(self, identity: str) -> Path:
         return self.root / "manifests" / f"{identity}.pkl"
 
+    def _read(self, path: Path, what: str, instead: str) -> bytes | None:
+        """The bytes of a stored ``what``; None if absent, or unreadable (said in one line)."""
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            self._warn(f"stored {what} {path} not read ({exc.strerror}); {instead}")
+            return None
+
     # ------------------------------------------------------------ programs
 
     def get(self, key: str) -> StoredProgram | None:
@@ -280,13 +290,8 @@ class ProgramStore:
         if not self.enabled:
             return None
         path = self._path(key)
-        try:
-            with open(path, "rb") as fh:
-                blob = fh.read()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            self._warn(f"stored program {path} not read ({exc.strerror}); resolving again")
+        blob = self._read(path, "program", "resolving again")
+        if blob is None:
             return None
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, 100_000))
@@ -348,12 +353,8 @@ class ProgramStore:
         if not self.enabled:
             return None
         path = self._pruning_path(key, question)
-        try:
-            blob = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            self._warn(f"stored pruning {path} not read ({exc.strerror}); pruning again")
+        blob = self._read(path, "pruning", "pruning again")
+        if blob is None:
             return None
         with gc_paused():
             entry = load_entry(PRUNING_KIND, blob, pruning_types())

@@ -101,6 +101,13 @@ def _top_functions(tree: ast.Module) -> list[str]:
     return [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
 
 
+def _pick(p: EditedTree, rng: random.Random) -> tuple[Path, ast.Module] | None:
+    """A module of ``p`` and its tree (None: it does not parse now)."""
+    path = rng.choice(p.modules())
+    tree = _parse(path)
+    return None if tree is None else (path, tree)
+
+
 def _valid(text: str) -> bool:
     try:
         ast.parse(text)
@@ -128,10 +135,10 @@ def _append(text: str, block: str) -> str:
 
 
 def add_function(p: EditedTree, rng: random.Random) -> str | None:
-    path = rng.choice(p.modules())
-    tree = _parse(path)
-    if tree is None:
+    picked = _pick(p, rng)
+    if picked is None:
         return None
+    path, tree = picked
     name = p.fresh_name("added")
     callees = _top_functions(tree)
     body = [f"{rng.choice(callees)}()"] if callees and rng.random() < 0.7 else []
@@ -148,10 +155,10 @@ def add_function(p: EditedTree, rng: random.Random) -> str | None:
 
 
 def remove_function(p: EditedTree, rng: random.Random) -> str | None:
-    path = rng.choice(p.modules())
-    tree = _parse(path)
-    if tree is None:
+    picked = _pick(p, rng)
+    if picked is None:
         return None
+    path, tree = picked
     defs = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)]
     if not defs:
         return None
@@ -167,10 +174,10 @@ def remove_function(p: EditedTree, rng: random.Random) -> str | None:
 
 
 def change_body(p: EditedTree, rng: random.Random) -> str | None:
-    path = rng.choice(p.modules())
-    tree = _parse(path)
-    if tree is None or not _functions(tree):
+    picked = _pick(p, rng)
+    if picked is None or not _functions(picked[1]):
         return None
+    path, tree = picked
     fn = rng.choice(_functions(tree))
     callees = [n for n in _top_functions(tree) if n != fn.name]
     choices: list[list[str]] = [["pass"], ["x_edit = 1"]]
@@ -201,10 +208,10 @@ def add_import(p: EditedTree, rng: random.Random) -> str | None:
 
 
 def add_class(p: EditedTree, rng: random.Random) -> str | None:
-    path = rng.choice(p.modules())
-    tree = _parse(path)
-    if tree is None:
+    picked = _pick(p, rng)
+    if picked is None:
         return None
+    path, tree = picked
     bases = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
     base = f"({rng.choice(bases)})" if bases and rng.random() < 0.5 else ""
     name = p.fresh_name("Added").title().replace("_", "")

@@ -11,10 +11,13 @@ content key), the indexer's schema, ``FLAGTRACE_MAX_FILE_MB`` and
 summaries are unchanged loads it and runs only the flag analysis.
 
 What is stored is the program exactly as resolution left it, before any flag
-stage asked it a question: the summaries, the resolver's tables and its last
-round's memos (``ValueQuery`` answers the flag stages' value questions from
-them, and a memo answer cut at a recursive lookup can differ from a fresh
-evaluation, so they are kept to give byte-identical reports). It is stored as
+stage asked it a question: the summaries, the resolver's tables, its parameter
+values and its last round's container stores. Not its last round's memo: that
+is dropped in every run before the flag stages ask (``Resolver.settle``), so
+their value questions start from the same state whether the program was
+resolved in this process or loaded (a memo answer cut at a recursive lookup
+depends on what was memoised before), and the stored program is a third
+smaller. It is stored as
 an object graph, not field by field: fields the resolver gains or loses are
 stored and loaded without a change here; the analysis digest keys on the
 resolver's source, so a layout an older resolver wrote is never read.

@@ -30,8 +30,9 @@ from flagtrace.resolve.values import (
 
 
 class ValueQuery:
-    """Value questions about the resolved program, answered with the values of
-    resolution's last round."""
+    """Value questions about the resolved program, answered with the parameter
+    values and container stores of resolution's last round (its memo is gone:
+    ``Resolver.settle``)."""
 
     def __init__(self, resolver: Resolver) -> None:
         self._r = resolver
@@ -165,10 +166,12 @@ def resolve_program(resolver: Resolver) -> ResolvedProgram:
         key: resolver.refine_callees(key[0], key[1], callees)
         for key, callees in resolver.site_callees.items()
     }
-    return ResolvedProgram(
+    resolved = ResolvedProgram(
         program=resolver.p,
         site_callees=site_callees,
         resolved_empty=frozenset(resolver.resolved_empty),
         resumed=dict(resolver.resumed),
         values=ValueQuery(resolver),
     )
+    resolver.settle()
+    return resolved

@@ -63,6 +63,23 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
         finally:
             sys.setrecursionlimit(old_limit)
 
+    def settle(self) -> None:
+        """Forget what only the rounds needed, once their result has been read:
+        the sites' callees (``ResolvedProgram`` holds its own copy), the callers
+        index, and the last round's memo, whose container stores alone stay.
+
+        Why the memo goes: the flag stages' value questions (``ValueQuery``) are
+        then answered from the same state whether resolution ran in this process
+        or its result was loaded (``flagtrace.program_store``), and that stored
+        state is a third smaller: a memo answer cut at a recursive lookup depends
+        on what was memoised before, so the memo either travels with the program
+        or starts empty on both paths."""
+        self.site_callees = {}
+        self.resolved_empty = set()
+        self.resumed = {}
+        self._callers = None
+        self.memo = RoundMemo(container_stores=self.memo.container_stores)
+
     @staticmethod
     def _copy_stores(stores: dict[str, dict[str, set[Value]]]) -> dict[str, dict[str, set[Value]]]:
         return {origin: {k: set(v) for k, v in slots.items()} for origin, slots in stores.items()}

@@ -61,9 +61,10 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import itemgetter
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, BinaryIO
 
 from flagtrace import model
 from flagtrace.model import IndexResult, ModuleSummary, SourceFile
@@ -277,9 +278,80 @@ def entry_header(kind: str) -> bytes:
     return f"flagtrace {kind} cache, encoding {ENCODING}\n".encode()
 
 
-def encode_entry(kind: str, payload: object) -> bytes:
-    """``payload`` as stored on disk: the header of ``kind`` and ``ENCODING``, then a pickle."""
-    return entry_header(kind) + pickle.dumps(payload, protocol=PROTOCOL)
+_FIRST = itemgetter(0)
+
+
+class Interning:
+    """Equal records pickled once: the first as itself, every later equal one as a
+    reference to it (``itemgetter(0)((first,))``, a C call at load time).
+
+    Why: a summary holds the same small records many times (``NameExpr("self")``,
+    ``CallStep(0)``, a ``Location`` shared by a statement's parts), and a stored
+    program the same ``Callee`` at many sites. Records are frozen values, so one
+    object serves for all: loading constructs fewer records (about a microsecond
+    each, a Python ``__init__``), and the loaded graph is smaller in memory and
+    cheaper to pickle again. (Two memos key statements by ``id``: ``FlagEffects``
+    its writes, ``checks`` their effects. The steps carry their location, so
+    equal ones are the same statement anyway.)
+    """
+
+    __slots__ = ("_seen", "_references")
+
+    def __init__(self) -> None:
+        self._seen: dict[object, object] = {}
+        #: first -> the arguments of its reference, made once: the pickler then
+        #: writes every later reference's arguments as a memo lookup, and keeps
+        #: one tuple alive for them instead of two per reference
+        self._references: dict[int, tuple[tuple[object]]] = {}
+
+    def reduce(self, obj: object) -> object:
+        first = self._seen.setdefault(obj, obj)
+        if first is obj:
+            return obj.__reduce_ex__(PROTOCOL)
+        arguments = self._references.get(id(first))
+        if arguments is None:
+            arguments = self._references[id(first)] = ((first,),)
+        return (_FIRST, arguments)
+
+
+def internable_records(types: LoadableTypes) -> tuple[type, ...]:
+    """The records of ``types`` whose fields hold no tuple: hashing one (to find
+    its equal) stays cheap, where hashing a ``Scope`` would hash everything in it."""
+    out = []
+    for cls in types.table.values():
+        if dataclasses.is_dataclass(cls) and getattr(cls, "__setstate__", None) is not None:
+            hints = " ".join(str(f.type) for f in dataclasses.fields(cls))
+            if not any(c in hints for c in ("tuple", "list", "dict", "set", "Mapping")):
+                out.append(cls)
+    return tuple(out)
+
+
+def dump_entry(
+    kind: str,
+    payload: object,
+    out: BinaryIO,
+    internable: tuple[type, ...] = (),
+    reducers: Mapping[type, Callable[[Any], object]] | None = None,
+) -> None:
+    """Write ``payload`` to ``out`` as ``load_entry`` reads it: equal records of the
+    ``internable`` types once (``Interning``: the loader must allow ``itemgetter``),
+    and the types of ``reducers`` reduced by them."""
+    out.write(entry_header(kind))
+    pickler = pickle.Pickler(out, protocol=PROTOCOL)
+    if internable or reducers:
+        table: dict[type, Any] = dict(copyreg.dispatch_table)
+        table.update(reducers or {})
+        table.update(dict.fromkeys(internable, Interning().reduce))
+        pickler.dispatch_table = table
+    pickler.dump(payload)
+
+
+def encode_entry(kind: str, payload: object, internable: tuple[type, ...] = ()) -> bytes:
+    """``payload`` as stored on disk: the header of ``kind`` and ``ENCODING``, then a
+    pickle (see ``dump_entry``)."""
+    out = io.BytesIO()
+    dump_entry(kind, payload, out, internable)
+    return out.getvalue()
 
 
 def load_entry(kind: str, blob: bytes, types: LoadableTypes) -> object | None:
@@ -302,8 +374,11 @@ def load_entry(kind: str, blob: bytes, types: LoadableTypes) -> object | None:
     return payload
 
 
-#: What a summary entry may hold: the model's records and enums.
-SUMMARY_TYPES = LoadableTypes(model)
+#: What a summary entry may hold: the model's records and enums, and ``itemgetter``
+#: (an interned record's reference to its first copy, see ``Interning``).
+SUMMARY_TYPES = LoadableTypes(model, extra={("operator", "itemgetter"): itemgetter})
+#: The records a summary entry holds once each.
+SUMMARY_RECORDS = internable_records(SUMMARY_TYPES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,7 +489,7 @@ class SummaryCache:
         if not self.enabled or result.summary is None or result.digest is None:
             return False
         entry = (MAGIC, key, self.schema, result.summary, None, result.digest)
-        return atomic_write(self.path_for(key), encode_entry("summary", entry))
+        return atomic_write(self.path_for(key), encode_entry("summary", entry, SUMMARY_RECORDS))
 
     def ensure_writable(self) -> bool:
         """Check once that entries can be written; otherwise disable the cache with a warning."""

@@ -56,7 +56,9 @@ def summary_digest(summary: ModuleSummary) -> str:
     every file's summary is unchanged, which survives edits that change no
     summary (comments, trailing lines, text of unused literals). Summaries hold
     tuples, never sets, so the pickle of a freshly built one is deterministic;
-    were it not, two equal summaries would only miss, never collide. The line
+    were it not, two equal summaries would only miss, never collide. (Only a
+    fresh one: a summary loaded from the cache shares its equal records,
+    ``cache.Interning``, and pickles to other bytes.) The line
     count is left out (with the module scope's end line, which is the same
     number): it only feeds the totals, which are recomputed.
     """
@@ -173,6 +175,34 @@ def _index_chunk(
     return results
 
 
+#: The entry kind of a chunk's results on their way back from a worker.
+_RESULTS_KIND = "index results"
+
+
+def _index_chunk_encoded(
+    chunk: list[tuple[SourceFile, bytes | None, str | None]], cache: SummaryCache | None = None
+) -> bytes:
+    """``_index_chunk`` in a worker, its results pickled with equal records once.
+
+    Why: the pool's own pickling sends every copy of ``NameExpr("self")``; sent
+    interned, SGLang's summaries arrive as about half as many records, and the
+    parent's graph stays that small through resolution and into the stored
+    program (whose pickler memo was most of a cold run's peak memory)."""
+    from flagtrace.cache import SUMMARY_RECORDS, encode_entry
+
+    return encode_entry(_RESULTS_KIND, _index_chunk(chunk, cache), SUMMARY_RECORDS)
+
+
+def _decoded(blob: bytes) -> list[IndexResult]:
+    """What ``_index_chunk_encoded`` sent (read like a cache entry, see ``cache.load_entry``)."""
+    from flagtrace.cache import SUMMARY_TYPES, load_entry
+
+    results = load_entry(_RESULTS_KIND, blob, SUMMARY_TYPES)
+    if not isinstance(results, list):
+        raise RuntimeError("a worker's results did not load")
+    return results
+
+
 def read_keyed(
     sources: Sequence[SourceFile], cache: SummaryCache
 ) -> list[tuple[bytes | None, str | None]]:
@@ -258,7 +288,9 @@ def index_many(
         ) as pool,
     ):
         futures = {
-            pool.submit(_index_chunk, [(sources[i], data, key) for i, data, key in c], cache): c
+            pool.submit(
+                _index_chunk_encoded, [(sources[i], data, key) for i, data, key in c], cache
+            ): c
             for c in chunks
         }
         del todo, chunks
@@ -266,7 +298,7 @@ def index_many(
         for fut in concurrent.futures.as_completed(futures):
             chunk = futures.pop(fut)
             try:
-                results = fut.result()
+                results = _decoded(fut.result())
             except Exception:  # a worker died (native crash, out of memory) or failed: retry alone
                 orphans.extend(chunk)
                 continue
@@ -282,7 +314,8 @@ def index_many(
             if solo is None:
                 solo = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx)
             try:
-                r = solo.submit(_index_chunk, [(sources[i], data, key)], cache).result()[0]
+                encoded = solo.submit(_index_chunk_encoded, [(sources[i], data, key)], cache)
+                r = _decoded(encoded.result())[0]
             except concurrent.futures.process.BrokenProcessPool:
                 solo.shutdown(wait=True)
                 solo = None

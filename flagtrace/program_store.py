@@ -28,7 +28,7 @@ and ``flagtrace.results``, the classes of the ``flagtrace.resolve`` package,
 and ``set``, ``list``, ``dict``, ``defaultdict``, ``functools.partial`` (a
 memo's ``defaultdict(lambda: defaultdict(set))`` is stored as
 ``defaultdict(partial(defaultdict, set))``) and ``operator.itemgetter`` (see
-``_Interning``). Loading one runs no code but those
+``cache.Interning``). Loading one runs no code but those
 constructors (so a class added to ``flagtrace.resolve``, loadable from then
 on, must not do more than build data in ``__init__``); ``BUILD`` on one of the
 plain classes is undone after the load and makes the entry a miss, as for the
@@ -46,7 +46,6 @@ question knows every unchanged file's summary digest without loading a summary.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import os
 import pickle
@@ -69,8 +68,10 @@ from flagtrace.cache import (
     LoadableTypes,
     SummaryCache,
     atomic_write,
+    dump_entry,
     encode_entry,
     entry_header,
+    internable_records,
     load_entry,
 )
 from flagtrace.cache import (
@@ -133,45 +134,10 @@ def _reduce_defaultdict(value: defaultdict[Any, Any]) -> tuple[object, ...]:
     return (defaultdict, (_factory(value.default_factory),), None, None, iter(value.items()))
 
 
-_FIRST = itemgetter(0)
-
-
-class _Interning:
-    """Equal records pickled once: the first as itself, every later equal one as a
-    reference to it (``itemgetter(0)((first,))``, a C call at load time).
-
-    Why: loading is most of a new question's time, and most of loading is
-    constructing records (about a microsecond each, a Python ``__init__``). Of
-    SGLang 0.5.9's 2.5M records, 1.1M are distinct: ``NameExpr("self")``,
-    ``CallStep(0)``, the same ``Callee`` at many sites. Records are frozen
-    values, so one object serves for all. (Two memos key statements by ``id``:
-    ``FlagEffects`` its writes, ``checks`` their effects. The steps carry their
-    location, so equal ones are the same statement anyway.)
-    """
-
-    __slots__ = ("_seen",)
-
-    def __init__(self) -> None:
-        self._seen: dict[object, object] = {}
-
-    def reduce(self, obj: object) -> object:
-        first = self._seen.setdefault(obj, obj)
-        if first is obj:
-            return obj.__reduce_ex__(PROTOCOL)
-        return (_FIRST, ((first,),))
-
-
 @lru_cache(maxsize=1)
 def _internable() -> tuple[type, ...]:
-    """The loadable records whose fields hold no tuple: hashing one (to find its
-    equal) stays cheap, where hashing a ``Scope`` would hash everything in it."""
-    out = []
-    for cls in program_types().table.values():
-        if dataclasses.is_dataclass(cls) and getattr(cls, "__setstate__", None) is not None:
-            types = " ".join(str(f.type) for f in dataclasses.fields(cls))
-            if not any(c in types for c in ("tuple", "list", "dict", "set", "Mapping")):
-                out.append(cls)
-    return tuple(out)
+    """The loadable records a stored program holds once each (``cache.Interning``)."""
+    return internable_records(program_types())
 
 
 def encode(stored: StoredProgram, key: str, out: BinaryIO) -> None:
@@ -179,17 +145,17 @@ def encode(stored: StoredProgram, key: str, out: BinaryIO) -> None:
     and a protocol-5 pickle whose only non-record globals are the allowed
     builtins. Written straight to the file: a copy in memory would add the
     entry's size (tens of MiB on SGLang) to the run's peak."""
-    out.write(entry_header(KIND))
-    pickler = pickle.Pickler(out, protocol=PROTOCOL)
-    table: dict[type, Any] = {defaultdict: _reduce_defaultdict}
-    same = _Interning()
-    table.update(dict.fromkeys(_internable(), same.reduce))
-    pickler.dispatch_table = table
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 100_000))  # nested expressions, long chains of values
     try:
         with gc_paused():
-            pickler.dump((MAGIC, key, stored))
+            dump_entry(
+                KIND,
+                (MAGIC, key, stored),
+                out,
+                _internable(),
+                reducers={defaultdict: _reduce_defaultdict},
+            )
     except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as exc:
         raise UnstorableProgram(str(exc)) from exc
     finally:
@@ -220,7 +186,7 @@ def program_types() -> LoadableTypes:
         ("builtins", "dict"): dict,
         ("collections", "defaultdict"): defaultdict,
         ("functools", "partial"): partial,
-        ("operator", "itemgetter"): itemgetter,  # see _Interning
+        ("operator", "itemgetter"): itemgetter,  # see cache.Interning
         (StoredProgram.__module__, StoredProgram.__qualname__): StoredProgram,
     }
     extra.update(_resolve_classes())

@@ -8,11 +8,13 @@ subprocess) touches the user's cache dir.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import pickle
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from flagtrace.api import Project, build_callgraph, load_project
 from flagtrace.cache import (
     ENV_VARIABLE,
     MAGIC,
+    SUMMARY_RECORDS,
     SUMMARY_TYPES,
     SummaryCache,
     default_directory,
@@ -29,8 +32,8 @@ from flagtrace.cache import (
     schema,
 )
 from flagtrace.cli import main
-from flagtrace.index import SUMMARY_FORMAT, summary_digest
-from flagtrace.model import IndexResult
+from flagtrace.index import SUMMARY_FORMAT, index_file, summary_digest
+from flagtrace.model import IndexResult, SourceFile
 from flagtrace.progress import RunStatus
 from flagtrace.report.callgraph_pycg import pycg
 from tests.registry import REPO
@@ -128,6 +131,7 @@ def test_entries_live_under_the_summary_format_and_the_key(tmp_path: Path) -> No
     cache_dir = tmp_path / "cache"
     cache = SummaryCache(cache_dir)
     load([pkg], cache)
+    shared = 0
     for entry in entries(cache_dir):
         assert entry.parent.parent == cache_dir / f"v{SUMMARY_FORMAT}"
         assert entry.parent.name == entry.stem[:2]
@@ -137,7 +141,29 @@ def test_entries_live_under_the_summary_format_and_the_key(tmp_path: Path) -> No
         magic, key, stored_schema, summary, diagnostic, digest = stored
         assert (magic, key, stored_schema) == (MAGIC, entry.stem, schema())
         assert summary is not None and summary.path.endswith(".py") and diagnostic is None
-        assert digest == summary_digest(summary)
+        # the digest of the summary as first built (a loaded one shares its
+        # equal records, and pickles to other bytes)
+        source = SourceFile(summary.path, summary.module, str(tmp_path / "src"), summary.is_package)
+        fresh = index_file(source)
+        assert fresh.summary is not None
+        assert digest == summary_digest(fresh.summary) == fresh.digest
+        # what was stored is that summary, each of its small records once
+        assert summary == fresh.summary
+        small = [r for r in _records(summary) if isinstance(r, SUMMARY_RECORDS)]
+        assert len({id(r) for r in small}) == len(set(small))
+        shared += len(small) - len(set(small))
+    assert shared > 0
+
+
+def _records(value: object) -> Iterator[object]:
+    """Every record reachable from ``value`` (each occurrence)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        yield value
+        for f in dataclasses.fields(value):
+            yield from _records(getattr(value, f.name))
+    elif isinstance(value, tuple | list):
+        for item in value:
+            yield from _records(item)
 
 
 def test_changing_one_file_reindexes_exactly_that_file(tmp_path: Path) -> None:

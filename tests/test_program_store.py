@@ -19,11 +19,12 @@ import pytest
 
 from flagtrace import api
 from flagtrace import program_store as store_module
-from flagtrace.cache import SummaryCache, encode_entry, entry_header, load_entry
+from flagtrace.cache import SummaryCache, dump_entry, encode_entry, entry_header, load_entry
 from flagtrace.cli import main
 from flagtrace.program_store import KIND, program_types
 from flagtrace.prune import Pruning
 from flagtrace.resolve import ResolvedProgram, resolve
+from flagtrace.resolve.rounds import KEPT_ANSWERS
 from flagtrace.resolve.state import RoundMemo
 from tests.regen_goldens import CASES, Case, case_roots, normalise
 from tests.registry import REPO
@@ -252,7 +253,7 @@ def test_a_damaged_or_foreign_program_is_ignored_with_one_line(
     assert "Traceback" not in err
     assert list(markers.iterdir()) == []
     # rewritten: the entry loads again
-    assert load_entry(KIND, entry.read_bytes(), program_types()) is not None
+    assert load_entry(KIND, entry.read_bytes(), program_types(), parts=2) is not None
 
 
 def _build_on_class(module: str, name: str, attribute: str) -> bytes:
@@ -509,12 +510,13 @@ def test_pruning_leaves_resolution_s_memo_as_it_found_it(tree: Path) -> None:
     assert again.rta_cuts == pruning.rta_cuts
 
 
-def test_a_stored_program_carries_no_memo_but_the_container_stores(tmp_path: Path) -> None:
-    """Resolution's last-round memo is dropped before the program is stored
-    (``Resolver.settle``): the flag stages' value questions start from the same
-    state in the run that resolved and in a run that loads, and a memo answer
-    cut at a recursive lookup cannot differ between them. What a question needs
-    of the last round (parameter values, container stores) is kept."""
+def test_a_stored_program_carries_only_the_memo_tables_resolution_keeps(tmp_path: Path) -> None:
+    """Resolution's last-round memo is dropped before the program is stored but
+    for its container stores and ``KEPT_ANSWERS`` (``Resolver.settle``): the flag
+    stages' value questions start from the same state in the run that resolved
+    and in a run that loads, and a memo answer cut at a recursive lookup cannot
+    differ between them. The kept tables travel as a second pickle and are put
+    back on load."""
     registry = tmp_path / "registry"
     shutil.copytree(REPO / "fixtures" / "flags" / "dict_registry" / "pkg", registry / "pkg")
     cache = tmp_path / "cache"
@@ -527,8 +529,30 @@ def test_a_stored_program_carries_no_memo_but_the_container_stores(tmp_path: Pat
     for r in (loaded, fresh):
         for name in RoundMemo.__dataclass_fields__:
             value = getattr(r.memo, name)
-            assert not value or name in ("container_stores", "cuts"), name
+            assert not value or name in ("container_stores", *KEPT_ANSWERS), name
         assert not r.site_callees and not r.resolved_empty
-    assert loaded.memo.container_stores == fresh.memo.container_stores
-    assert loaded.memo.container_stores  # BACKENDS[name] = cls
+    for name in ("container_stores", *KEPT_ANSWERS):
+        assert getattr(loaded.memo, name) == getattr(fresh.memo, name), name
+        assert getattr(loaded.memo, name), name  # BACKENDS[name] = cls, its variables...
     assert loaded.param_values == fresh.param_values
+
+
+def test_a_stored_program_without_its_kept_answers_is_a_miss(tmp_path: Path) -> None:
+    """The kept memo tables are a second pickle in the entry: an entry that ends
+    after the first, or whose second is not those tables, is damaged."""
+    registry = tmp_path / "registry"
+    shutil.copytree(REPO / "fixtures" / "flags" / "dict_registry" / "pkg", registry / "pkg")
+    cache = tmp_path / "cache"
+    check(registry, ["--flag", "_capturing", "--jedi-budget", "0"], cache, tmp_path / "out.json")
+    (entry,) = stored_entries(cache)
+    program = store_module.ProgramStore(SummaryCache(cache)).get(entry.stem)
+    assert program is not None
+    for second in ({"variables": {}}, ["not", "a", "dict"]):
+        with program.resolved.values.kept_answers_apart():
+            blob = io.BytesIO()
+            dump_entry(KIND, (store_module.MAGIC, entry.stem, program), blob, then=(second,))
+        entry.write_bytes(blob.getvalue())
+        warnings: list[str] = []
+        store = store_module.ProgramStore(SummaryCache(cache), warn=warnings.append)
+        assert store.get(entry.stem) is None
+        assert len(warnings) == 1 and "damaged or not flagtrace's" in warnings[0]

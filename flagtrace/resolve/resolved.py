@@ -9,13 +9,14 @@ classes can this ``with`` item be an instance of?).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from flagtrace.model import Callee, DecoratorKind, Expr, Resolution
 from flagtrace.resolve.program import Program
-from flagtrace.resolve.rounds import Resolver, SiteKey
+from flagtrace.resolve.rounds import KEPT_ANSWERS, Resolver, SiteKey
 from flagtrace.resolve.values import (
     BUILTIN,
     CLASS,
@@ -31,8 +32,8 @@ from flagtrace.resolve.values import (
 
 class ValueQuery:
     """Value questions about the resolved program, answered with the parameter
-    values and container stores of resolution's last round (its memo is gone:
-    ``Resolver.settle``)."""
+    values and container stores of resolution's last round, and the part of its
+    memo ``Resolver.settle`` kept."""
 
     def __init__(self, resolver: Resolver) -> None:
         self._r = resolver
@@ -54,6 +55,32 @@ class ValueQuery:
             yield
         finally:
             r.memo = kept
+
+    @contextmanager
+    def kept_answers_apart(self) -> Iterator[dict[str, dict[object, Values]]]:
+        """The memo tables ``Resolver.settle`` kept, detached for the duration:
+        the program without them, and they, can be pickled one after the other,
+        each with a pickler memo of its own (``flagtrace.program_store``)."""
+        r = self._r
+        kept = r.memo
+        r.memo = copy.copy(kept)
+        for name in KEPT_ANSWERS:
+            setattr(r.memo, name, {})
+        try:
+            yield {name: getattr(kept, name) for name in KEPT_ANSWERS}
+        finally:
+            r.memo = kept
+
+    def restore_kept_answers(self, answers: Mapping[str, dict[object, Values]]) -> bool:
+        """Put back what ``kept_answers_apart`` detached (after a load); False,
+        and nothing changed, if ``answers`` is not that."""
+        if set(answers) != set(KEPT_ANSWERS) or not all(
+            type(table) is dict for table in answers.values()
+        ):
+            return False
+        for name, table in answers.items():
+            setattr(self._r.memo, name, table)
+        return True
 
     def names_module(self, qn: str, dotted: str, module: str) -> bool:
         """Does ``dotted`` (``st`` or ``pkg.state``), read in scope ``qn``, refer

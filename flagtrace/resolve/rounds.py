@@ -23,6 +23,11 @@ from flagtrace.resolve.values import MAX_VALUES, Value, order_key
 
 MAX_ROUNDS = 4
 SiteKey = tuple[str, int]
+#: The last round's memo tables ``settle`` keeps: the answers pruning's value
+#: questions need most (SGLang 0.5.23's pruning took 59 s without any, 16 s with
+#: these), keyed by names alone, never by an expression, so that a stored
+#: program can hold them in a pickle of their own (``flagtrace.program_store``).
+KEPT_ANSWERS = ("variables", "reaching", "fields")
 
 
 class Resolver(Calls, Declared, Objects, Names, ClassModel):
@@ -66,19 +71,24 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
     def settle(self) -> None:
         """Forget what only the rounds needed, once their result has been read:
         the sites' callees (``ResolvedProgram`` holds its own copy), the callers
-        index, and the last round's memo, whose container stores alone stay.
+        index, and the last round's memo but for its container stores and the
+        tables of ``KEPT_ANSWERS``.
 
-        Why the memo goes: the flag stages' value questions (``ValueQuery``) are
-        then answered from the same state whether resolution ran in this process
-        or its result was loaded (``flagtrace.program_store``), and that stored
-        state is a third smaller: a memo answer cut at a recursive lookup depends
-        on what was memoised before, so the memo either travels with the program
-        or starts empty on both paths."""
+        Why most of the memo goes: the flag stages' value questions
+        (``ValueQuery``) must be answered from the same state whether resolution
+        ran in this process or its result was loaded (``flagtrace.program_store``):
+        a memo answer cut at a recursive lookup depends on what was memoised
+        before. What is kept is stored with the program; the rest was a third of
+        it, and most of the memory that storing it took."""
         self.site_callees = {}
         self.resolved_empty = set()
         self.resumed = {}
         self._callers = None
-        self.memo = RoundMemo(container_stores=self.memo.container_stores)
+        memo = self.memo
+        self.memo = RoundMemo(
+            container_stores=memo.container_stores,
+            **{name: getattr(memo, name) for name in KEPT_ANSWERS},
+        )
 
     @staticmethod
     def _copy_stores(stores: dict[str, dict[str, set[Value]]]) -> dict[str, dict[str, set[Value]]]:

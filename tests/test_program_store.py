@@ -510,6 +510,17 @@ def test_pruning_leaves_resolution_s_memo_as_it_found_it(tree: Path) -> None:
     assert again.rta_cuts == pruning.rta_cuts
 
 
+def _registry_stored(tmp_path: Path) -> tuple[Path, Path]:
+    """A check of the registry fixture (its ``BACKENDS[name] = cls`` fills a
+    container store) with a cache: the cache directory and its stored program."""
+    registry = tmp_path / "registry"
+    shutil.copytree(REPO / "fixtures" / "flags" / "dict_registry" / "pkg", registry / "pkg")
+    cache = tmp_path / "cache"
+    check(registry, ["--flag", "_capturing", "--jedi-budget", "0"], cache, tmp_path / "out.json")
+    (entry,) = stored_entries(cache)
+    return cache, entry
+
+
 def test_a_stored_program_carries_only_the_memo_tables_resolution_keeps(tmp_path: Path) -> None:
     """Resolution's last-round memo is dropped before the program is stored but
     for its container stores and ``KEPT_ANSWERS`` (``Resolver.settle``): the flag
@@ -517,11 +528,7 @@ def test_a_stored_program_carries_only_the_memo_tables_resolution_keeps(tmp_path
     and in a run that loads, and a memo answer cut at a recursive lookup cannot
     differ between them. The kept tables travel as a second pickle and are put
     back on load."""
-    registry = tmp_path / "registry"
-    shutil.copytree(REPO / "fixtures" / "flags" / "dict_registry" / "pkg", registry / "pkg")
-    cache = tmp_path / "cache"
-    check(registry, ["--flag", "_capturing", "--jedi-budget", "0"], cache, tmp_path / "out.json")
-    (entry,) = stored_entries(cache)
+    cache, entry = _registry_stored(tmp_path)
     stored = store_module.ProgramStore(SummaryCache(cache)).get(entry.stem)
     assert stored is not None
     loaded = stored.resolved.values._r
@@ -540,11 +547,7 @@ def test_a_stored_program_carries_only_the_memo_tables_resolution_keeps(tmp_path
 def test_a_stored_program_without_its_kept_answers_is_a_miss(tmp_path: Path) -> None:
     """The kept memo tables are a second pickle in the entry: an entry that ends
     after the first, or whose second is not those tables, is damaged."""
-    registry = tmp_path / "registry"
-    shutil.copytree(REPO / "fixtures" / "flags" / "dict_registry" / "pkg", registry / "pkg")
-    cache = tmp_path / "cache"
-    check(registry, ["--flag", "_capturing", "--jedi-budget", "0"], cache, tmp_path / "out.json")
-    (entry,) = stored_entries(cache)
+    cache, entry = _registry_stored(tmp_path)
     program = store_module.ProgramStore(SummaryCache(cache)).get(entry.stem)
     assert program is not None
     for second in ({"variables": {}}, ["not", "a", "dict"]):

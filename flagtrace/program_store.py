@@ -17,9 +17,11 @@ values, its last round's container stores and the memo tables it keeps
 before the flag stages ask, ``Resolver.settle``, so their value questions start
 from the same state whether the program was resolved in this process or loaded:
 a memo answer cut at a recursive lookup depends on what was memoised before).
-The kept tables, keyed by names and holding values, follow the program as a
-second pickle (``cache.dump_entry``), so the pickler's memo of the first, the
-largest allocation of a cold run, does not grow past them. It is stored as
+What is keyed and valued by names and values alone (the parameter values, the
+kept memo tables and most of the run memo: ``ValueQuery.named_state_apart``)
+follows the program as a second pickle (``cache.dump_entry``), so the pickler's
+memo of the first, the largest allocation of a cold run, does not grow past
+it. It is stored as
 an object graph, not field by field: fields the resolver gains or loses are
 stored and loaded without a change here; the analysis digest keys on the
 resolver's source, so a layout an older resolver wrote is never read.
@@ -150,14 +152,14 @@ def encode(stored: StoredProgram, key: str, out: BinaryIO) -> None:
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 100_000))  # nested expressions, long chains of values
     try:
-        with gc_paused(), stored.resolved.values.kept_answers_apart() as answers:
+        with gc_paused(), stored.resolved.values.named_state_apart() as named:
             dump_entry(
                 KIND,
                 (MAGIC, key, stored),
                 out,
                 _internable(),
                 reducers={defaultdict: _reduce_defaultdict},
-                then=(answers,),
+                then=(named,),
             )
     except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as exc:
         raise UnstorableProgram(str(exc)) from exc
@@ -272,15 +274,14 @@ class ProgramStore:
                 parts = load_entry(KIND, blob, program_types(), parts=2)
         finally:
             sys.setrecursionlimit(limit)
-        entry, answers = parts if isinstance(parts, tuple) else (None, None)
+        entry, named = parts if isinstance(parts, tuple) else (None, None)
         if not (
             isinstance(entry, tuple)
             and len(entry) == 3
             and entry[:2] == (MAGIC, key)
             and isinstance(entry[2], StoredProgram)
             and isinstance(entry[2].resolved, ResolvedProgram)
-            and isinstance(answers, dict)
-            and entry[2].resolved.values.restore_kept_answers(answers)
+            and entry[2].resolved.values.restore_named_state(named)
         ):
             self._warn(
                 f"stored program {path} is damaged or not flagtrace's; ignored, resolving again"

@@ -25,7 +25,7 @@ from flagtrace.program_store import KIND, program_types
 from flagtrace.prune import Pruning
 from flagtrace.resolve import ResolvedProgram, resolve
 from flagtrace.resolve.rounds import KEPT_ANSWERS
-from flagtrace.resolve.state import RoundMemo
+from flagtrace.resolve.state import RoundMemo, RunMemo
 from tests.regen_goldens import CASES, Case, case_roots, normalise
 from tests.registry import REPO
 from tests.test_cache_safety import _short, payloads
@@ -526,8 +526,8 @@ def test_a_stored_program_carries_only_the_memo_tables_resolution_keeps(tmp_path
     for its container stores and ``KEPT_ANSWERS`` (``Resolver.settle``): the flag
     stages' value questions start from the same state in the run that resolved
     and in a run that loads, and a memo answer cut at a recursive lookup cannot
-    differ between them. The kept tables travel as a second pickle and are put
-    back on load."""
+    differ between them. The kept tables (and the parameter values and the run
+    memo's named tables) travel as a second pickle and are put back on load."""
     cache, entry = _registry_stored(tmp_path)
     stored = store_module.ProgramStore(SummaryCache(cache)).get(entry.stem)
     assert stored is not None
@@ -541,17 +541,23 @@ def test_a_stored_program_carries_only_the_memo_tables_resolution_keeps(tmp_path
     for name in ("container_stores", *KEPT_ANSWERS):
         assert getattr(loaded.memo, name) == getattr(fresh.memo, name), name
         assert getattr(loaded.memo, name), name  # BACKENDS[name] = cls, its variables...
-    assert loaded.param_values == fresh.param_values
+    for name in RunMemo.__dataclass_fields__:
+        assert getattr(loaded.run_memo, name) == getattr(fresh.run_memo, name), name
+    assert loaded.run_memo.binding_scopes and loaded.run_memo.mro
+    assert loaded.param_values == fresh.param_values and loaded.param_values
 
 
-def test_a_stored_program_without_its_kept_answers_is_a_miss(tmp_path: Path) -> None:
-    """The kept memo tables are a second pickle in the entry: an entry that ends
-    after the first, or whose second is not those tables, is damaged."""
+def test_a_stored_program_without_its_named_state_is_a_miss(tmp_path: Path) -> None:
+    """What is stored apart (parameter values, kept memo tables, the run memo's
+    named tables) is a second pickle in the entry: an entry whose second is not
+    all of that is damaged."""
     cache, entry = _registry_stored(tmp_path)
     program = store_module.ProgramStore(SummaryCache(cache)).get(entry.stem)
     assert program is not None
-    for second in ({"variables": {}}, ["not", "a", "dict"]):
-        with program.resolved.values.kept_answers_apart():
+    with program.resolved.values.named_state_apart() as named:
+        half = named._replace(memo={"variables": {}})
+    for second in (half, named._replace(param_values={}), ["not", "a", "state"]):
+        with program.resolved.values.named_state_apart():
             blob = io.BytesIO()
             dump_entry(KIND, (store_module.MAGIC, entry.stem, program), blob, then=(second,))
         entry.write_bytes(blob.getvalue())

@@ -10,13 +10,16 @@ classes can this ``with`` item be an instance of?).
 from __future__ import annotations
 
 import copy
+from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
 
 from flagtrace.model import Callee, DecoratorKind, Expr, Resolution
 from flagtrace.resolve.program import Program
 from flagtrace.resolve.rounds import KEPT_ANSWERS, Resolver, SiteKey
+from flagtrace.resolve.state import NAMED_RUN_TABLES
 from flagtrace.resolve.values import (
     BUILTIN,
     CLASS,
@@ -25,9 +28,18 @@ from flagtrace.resolve.values import (
     GENERATOR,
     INSTANCE,
     MODULE,
+    Value,
     Values,
     ordered,
 )
+
+
+class NamedState(NamedTuple):
+    """What ``ValueQuery.named_state_apart`` detaches from a resolver."""
+
+    param_values: dict[tuple[str, str], set[Value]]
+    memo: dict[str, dict[Any, Any]]
+    run_memo: dict[str, dict[Any, Any]]
 
 
 class ValueQuery:
@@ -57,29 +69,50 @@ class ValueQuery:
             r.memo = kept
 
     @contextmanager
-    def kept_answers_apart(self) -> Iterator[dict[str, dict[object, Values]]]:
-        """The memo tables ``Resolver.settle`` kept, detached for the duration:
-        the program without them, and they, can be pickled one after the other,
-        each with a pickler memo of its own (``flagtrace.program_store``)."""
+    def named_state_apart(self) -> Iterator[NamedState]:
+        """What the resolver holds keyed and valued by names and values alone,
+        detached for the duration: the parameter values, the memo tables
+        ``Resolver.settle`` kept and the run memo's ``NAMED_RUN_TABLES``.
+
+        Why: the program without them, and they, are pickled one after the other,
+        each with a pickler memo of its own (``flagtrace.program_store``); nothing
+        in them is an object of the program whose identity matters (an
+        expression), so they load as well apart. A third of the objects stored."""
         r = self._r
-        kept = r.memo
-        r.memo = copy.copy(kept)
+        memo, run_memo, param_values = r.memo, r.run_memo, r.param_values
+        r.memo, r.run_memo = copy.copy(memo), copy.copy(run_memo)
+        r.param_values = defaultdict(set)
         for name in KEPT_ANSWERS:
             setattr(r.memo, name, {})
+        for name in NAMED_RUN_TABLES:
+            setattr(r.run_memo, name, {})
         try:
-            yield {name: getattr(kept, name) for name in KEPT_ANSWERS}
+            yield NamedState(
+                param_values,
+                {name: getattr(memo, name) for name in KEPT_ANSWERS},
+                {name: getattr(run_memo, name) for name in NAMED_RUN_TABLES},
+            )
         finally:
-            r.memo = kept
+            r.memo, r.run_memo, r.param_values = memo, run_memo, param_values
 
-    def restore_kept_answers(self, answers: Mapping[str, dict[object, Values]]) -> bool:
-        """Put back what ``kept_answers_apart`` detached (after a load); False,
-        and nothing changed, if ``answers`` is not that."""
-        if set(answers) != set(KEPT_ANSWERS) or not all(
-            type(table) is dict for table in answers.values()
+    def restore_named_state(self, state: object) -> bool:
+        """Put back what ``named_state_apart`` detached (after a load); False, and
+        nothing changed, if ``state`` is not that."""
+        if not (
+            isinstance(state, NamedState)
+            and type(state.param_values) is defaultdict
+            and state.param_values.default_factory is set
+            and set(state.memo) == set(KEPT_ANSWERS)
+            and set(state.run_memo) == set(NAMED_RUN_TABLES)
+            and all(type(t) is dict for t in (*state.memo.values(), *state.run_memo.values()))
         ):
             return False
-        for name, table in answers.items():
-            setattr(self._r.memo, name, table)
+        r = self._r
+        r.param_values = state.param_values
+        for name, table in state.memo.items():
+            setattr(r.memo, name, table)
+        for name, table in state.run_memo.items():
+            setattr(r.run_memo, name, table)
         return True
 
     def names_module(self, qn: str, dotted: str, module: str) -> bool:

@@ -103,6 +103,19 @@ class RoundMemo:
         return other
 
 
+#: The ``RunMemo`` tables keyed and valued by names and values, never by an
+#: expression: a stored program holds them apart (``ValueQuery.named_state_apart``).
+NAMED_RUN_TABLES = (
+    "binding_scopes",
+    "direct_names",
+    "annotations",
+    "mro",
+    "external_bases",
+    "alternative_bases",
+    "decorators",
+)
+
+
 @dataclass(slots=True)
 class RunMemo:
     """Answers no round changes: they depend on definitions and imports only."""

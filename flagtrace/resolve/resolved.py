@@ -77,7 +77,8 @@ class ValueQuery:
         Why: the program without them, and they, are pickled one after the other,
         each with a pickler memo of its own (``flagtrace.program_store``); nothing
         in them is an object of the program whose identity matters (an
-        expression), so they load as well apart. A third of the objects stored."""
+        expression), so they load as well apart (SGLang 0.5.9: 0.87M of the 5.9M
+        objects stored)."""
         r = self._r
         memo, run_memo, param_values = r.memo, r.run_memo, r.param_values
         r.memo, r.run_memo = copy.copy(memo), copy.copy(run_memo)

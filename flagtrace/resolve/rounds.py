@@ -78,7 +78,7 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
         (``ValueQuery``) must be answered from the same state whether resolution
         ran in this process or its result was loaded (``flagtrace.program_store``):
         a memo answer cut at a recursive lookup depends on what was memoised
-        before. What is kept is stored with the program; the rest was a third of
+        before. What is kept is stored with the program; the rest was a quarter of
         it, and most of the memory that storing it took."""
         self.site_callees = {}
         self.resolved_empty = set()

@@ -88,22 +88,23 @@ class Objects(ResolverBase):
                 if stored is not None:
                     return stored
             key = key_text(expr.key)
-            out: set[Value] = set()
-            for base in ordered(self.eval(qn, expr.base)):
-                if base[0] is CONTAINER:
-                    out |= self.container_items(base[1], key, qn)
-                elif base[0] is EXTERNAL:
-                    out.add(base)
-            return frozenset(out)
+            bases = self.eval(qn, expr.base)
+            containers = frozenset(b for b in bases if b[0] is CONTAINER)
+            externals = [b for b in bases if b[0] is EXTERNAL]
+            items = self._items_of(containers, key, qn)
+            return items.union(externals) if externals else items
         if t is OpaqueExpr:
             assert isinstance(expr, OpaqueExpr)
-            out = set()
+            out: set[Value] = set()
             for part in expr.parts:
                 out |= self.eval(qn, part)
             return frozenset(out)
         if t is ElementsExpr:
             assert isinstance(expr, ElementsExpr)
-            return frozenset(self._elements(set(self.eval(qn, expr.value)), qn))
+            values = self.eval(qn, expr.value)
+            if values and all(v[0] is CONTAINER for v in values):  # ``for x in REGISTRY``
+                return self._items_of(values, None, qn)
+            return frozenset(self._elements(set(values), qn))
         if t is SuperExpr:
             cls = self.p.enclosing_class(qn)
             return frozenset({(SUPER, cls, 0)}) if cls else EMPTY
@@ -489,12 +490,48 @@ class Objects(ResolverBase):
         if reader is not None:
             self.container_readers[origin].add(reader)
         contents = self._container_contents(origin)
-        if key is None or key not in contents:
+        slot = key if key is not None and key in contents else None
+        memo = self.memo
+        found = memo.container_values.get((origin, slot))
+        if found is not None:
+            return found
+        if slot is None:
             out: set[Value] = set()
             for values in contents.values():
                 out |= values
-            return frozenset(out)
-        return frozenset(contents[key] | contents.get("*", set()))
+            frozen = frozenset(out)
+        else:
+            frozen = frozenset(contents[slot] | contents.get("*", set()))
+        if origin not in memo.containers_filling:
+            memo.container_values[(origin, slot)] = frozen
+        return frozen
+
+    def _items_of(self, containers: Values, key: str | None, reader: str | None) -> Values:
+        """``container_items`` of every container in ``containers`` (container
+        values only), joined; the join memoised for the round once none of them is
+        being filled. Why: a registry read through a variable that holds dozens
+        of lists (``for cls in MODELS``) joined the same hundreds of items again
+        at each read, the next cost of SGLang 0.5.23's last rounds."""
+        if not containers:
+            return EMPTY
+        if len(containers) == 1:
+            for only in containers:
+                return self.container_items(only[1], key, reader)
+        if reader is not None:  # a reader, whether or not the join is memoised
+            for c in containers:
+                self.container_readers[c[1]].add(reader)
+        memo = self.memo
+        found = memo.container_joins.get((containers, key))
+        if found is not None:
+            return found
+        out: set[Value] = set()
+        for c in ordered(containers):
+            out |= self.container_items(c[1], key)
+        frozen = frozenset(out)
+        filling = memo.containers_filling
+        if not filling or all(c[1] not in filling for c in containers):
+            memo.container_joins[(containers, key)] = frozen
+        return frozen
 
     def _container_contents(self, origin: str) -> dict[str, set[Value]]:
         memo = self.memo.container_contents.get(origin)
@@ -508,9 +545,14 @@ class Objects(ResolverBase):
         )
         if expr.kind is ContainerKind.SET:
             keys = (None,) * len(expr.items)
-        for k, item in zip(keys, expr.items, strict=False):
-            slot = key_text(k) if k is not None else "*"
-            contents[slot or "*"] |= self.eval(qn, item)
+        filling = self.memo.containers_filling
+        filling.add(origin)
+        try:
+            for k, item in zip(keys, expr.items, strict=False):
+                slot = key_text(k) if k is not None else "*"
+                contents[slot or "*"] |= self.eval(qn, item)
+        finally:
+            filling.discard(origin)
         for key, values in self.memo.container_stores.get(origin, {}).items():
             contents[key] |= values
         return contents
@@ -535,15 +577,18 @@ class Objects(ResolverBase):
                 stores[b[1]][key or "*"] |= values
         self.memo.container_stores = stores
         self.memo.container_contents = {}
+        self.memo.container_values = {}
+        self.memo.container_joins = {}
 
     def _elements(self, values: set[Value], reader: str | None = None) -> set[Value]:
         """What iterating over ``values`` yields (``reader``: see ``container_items``)."""
         out: set[Value] = set()
+        containers = frozenset(v for v in values if v[0] is CONTAINER)
         for v in ordered(values):
             kind, name, _ = v
             if kind is CONTAINER:
-                out |= self.container_items(name, None, reader)
-            elif kind is GENERATOR:
+                continue  # last, joined: containers sort after what is evaluated here
+            if kind is GENERATOR:
                 out |= self.generator_values(name)
             elif kind is INSTANCE:
                 for it in ordered(self.class_attribute(name, "__iter__")):
@@ -558,6 +603,8 @@ class Objects(ResolverBase):
                             out |= self.generator_values(obj[1])
             else:
                 out.add(v)
+        if containers:
+            out |= self._items_of(containers, None, reader)
         return out
 
     def generator_values(self, qn: str) -> Values:

@@ -174,6 +174,12 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
                     out.update(scope.children)
                 nxt |= self._callers.get(qn, set())
             frontier = nxt
+        # a display evaluated in one of these scopes may hold more now (``[f,
+        # last(extra)]`` with ``extra`` a parameter that gained values): its readers
+        # are resolved again, or ``for handler in DEFAULTS`` kept its first answer
+        for origin, (display_scope, _) in self.run_memo.containers.items():
+            if display_scope in out:
+                out.update(self.container_readers.get(origin, ()))
         attrs = {a.target.attr for qn in changed for a in p.scopes[qn].assignments if a.target.attr}
         for attr in attrs:
             out.update(p.attr_users.get(attr, ()))

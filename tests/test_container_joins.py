@@ -1,7 +1,7 @@
 """Container reads memoised for the round resolve exactly as reads made afresh.
 
-Resolution keeps, per round, what each container holds under a key or under any
-key, and the join of several containers' items (``RoundMemo.container_values``,
+Resolution keeps, per round, what each container holds under any key, and the
+join of several containers' items (``RoundMemo.container_values``,
 ``container_joins``), once their contents are complete. On SGLang 0.5.23 the
 joins made again at every read were half of the last two rounds. A memo that
 answers for a container still being filled would answer with part of it; one

@@ -70,13 +70,14 @@ class RoundMemo:
     field_bases: dict[tuple[str, Same], Values] = field(default_factory=dict)
     container_contents: dict[str, dict[str, set[Value]]] = field(default_factory=dict)
     container_stores: dict[str, dict[str, set[Value]]] = field(default_factory=dict)
-    #: (container origin, key or None for every key) -> the values read so
-    #: (``Objects.container_items``). SGLang 0.5.23's registries hold hundreds of
-    #: values, and the union made again at every read was half of its last rounds.
-    #: Only for contents complete (not in ``containers_filling``): they no longer grow
-    container_values: dict[tuple[str, str | None], Values] = field(default_factory=dict)
-    #: (container values, key or None) -> their ``container_values`` joined
-    #: (``Objects._items_of``), on the same terms
+    #: container origin -> every value it holds, under any key: what iterating it
+    #: yields (``Objects.container_items``). SGLang 0.5.23's registries hold
+    #: hundreds of values, and the union made again at every read was half of its
+    #: last rounds. Only for contents complete (not in ``containers_filling``):
+    #: they no longer grow
+    container_values: dict[str, Values] = field(default_factory=dict)
+    #: (container values, key or None) -> what ``container_items`` answers for
+    #: each of them, joined (``Objects._items_of``), on the same terms
     container_joins: dict[tuple[Values, str | None], Values] = field(default_factory=dict)
     #: origins whose display is being evaluated (``Objects._container_contents``)
     containers_filling: set[str] = field(default_factory=set)

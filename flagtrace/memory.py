@@ -30,3 +30,22 @@ def gc_paused() -> Iterator[None]:
         gc.freeze()
         if was_enabled:
             gc.enable()
+
+
+@contextmanager
+def gc_deferred() -> Iterator[None]:
+    """Pause the cyclic collector without freezing what survived: for the flag
+    stages, which make cyclic garbage (on SGLang 0.5.9 a question leaves ~240k
+    unreachable objects in cycles: interpreters, reach searches and prunings
+    referring to each other), so a process that asks many questions (``scan``,
+    the sweep) must still collect them; the collector's next runs do, walking
+    the survivors once instead of at every full collection while they pile up.
+    Measured on transformers 5.25.0 (2026-12-04): a new question's pruning
+    6.8 s -> 4.1 s and its flag analysis 10.9 s -> 8.4 s, same peak memory."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -134,14 +134,19 @@ class Reach:
         hits: list[ReadHit] = []
         if scope is not None:
             run = self.i.run(scope, State(unset, set_))
+            scopes = self.p.scopes
             for site, state in run.calls:
                 call = scope.calls[site]
-                for c in self.graph.running_callees(qn, site):
-                    if not c.analysed or c.qualname not in self.p.scopes:
+                # the cheap questions first: a by-name site has hundreds of
+                # callees, few of them worth following
+                for c in self.graph.site_callees(qn, site):
+                    if not c.analysed or not self._worth_following(c.qualname, state):
                         continue
-                    callee_scope = self.p.scopes[c.qualname]
-                    if callee_scope.kind is ScopeKind.CLASS or not self._worth_following(
-                        c.qualname, state
+                    callee_scope = scopes.get(c.qualname)
+                    if (
+                        callee_scope is None
+                        or callee_scope.kind is ScopeKind.CLASS
+                        or not self.graph.runs_at(qn, site, c.qualname)
                     ):
                         continue
                     hop = Hop(

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from flagtrace.effects import FlagEffects, ValueKind, classify_const, sets_flag
 from flagtrace.flagstate import (
@@ -353,7 +353,7 @@ class Interpreter:
                 )
             )
         ):
-            order.extend(sorted(condensed.nodes[component]["members"]))
+            order.extend(_callees_first(graph, condensed.nodes[component]["members"]))
         return order
 
     def is_cm(self, qn: str) -> bool:
@@ -1044,3 +1044,37 @@ class _Ctx:
     # blocks; called with (state, exceptional)
     exit_handlers: list[Callable[[State, bool], State | None]] = field(default_factory=list)
     restore: State | None = None  # what a restore brings back (None: ``entry``)
+
+
+def _callees_first(graph: Any, members: Collection[str]) -> list[str]:
+    """The members of one strongly connected component of ``graph``, each after
+    the members it calls where the cycles allow: a depth-first post-order from
+    the first member by name, successors by name.
+
+    Why: inside a component the worklist runs members in this order, and a
+    member run before what it calls runs again once their transfers grow. By
+    name, vLLM 0.34.0's largest component (6.5k functions) took 2 runs per
+    function; the fixpoint is the same in any order."""
+    if len(members) == 1:
+        return list(members)
+    inside = set(members)
+    done: set[str] = set()
+    order: list[str] = []
+    for root in sorted(inside):
+        if root in done:
+            continue
+        done.add(root)
+        stack = [(root, iter(sorted(v for v in graph.successors(root) if v in inside)))]
+        while stack:
+            node, successors = stack[-1]
+            for nxt in successors:
+                if nxt not in done:
+                    done.add(nxt)
+                    stack.append(
+                        (nxt, iter(sorted(v for v in graph.successors(nxt) if v in inside)))
+                    )
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    return order

@@ -94,3 +94,35 @@ def test_a_question_computes_only_what_it_depends_on() -> None:
     asked = {qn for qn, _ in interp.transfer}
     assert setter in asked
     assert asked < interp.writers  # the setter's callers were not needed
+
+
+def test_a_component_runs_callees_first() -> None:
+    """Inside a cycle the worklist runs members callees first where it can: a
+    member run before what it calls runs again once their transfers grow."""
+    import networkx as nx
+
+    from flagtrace.interpret import _callees_first
+
+    graph = nx.DiGraph([("a", "b"), ("b", "c"), ("c", "a"), ("b", "d"), ("d", "b")])
+    assert _callees_first(graph, {"a", "b", "c", "d"}) == ["c", "d", "b", "a"]
+    assert _callees_first(graph, {"x"}) == ["x"]
+
+
+@pytest.mark.parametrize("seed", range(0, 40, 4))
+def test_transfers_do_not_depend_on_the_order_inside_a_cycle(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The order inside a strongly connected component changes the cost only:
+    members by name, reversed, give every transfer the callees-first order gives."""
+    import flagtrace.interpret as interpret
+
+    root = random_program(seed, frozenset()).write(tmp_path)
+    graph = build_callgraph(load_project([str(root)], jobs=1))
+    functions = sorted(
+        qn for qn, s in graph.program.scopes.items() if s.kind is not ScopeKind.CLASS
+    )
+    reference = answers(graph, FLAG_QUALNAME, functions, 0)
+    with monkeypatch.context() as patched:
+        patched.setattr(interpret, "_callees_first", lambda _, members: sorted(members)[::-1])
+        assert answers(graph, FLAG_QUALNAME, functions, 0) == reference
+        assert answers(graph, FLAG_QUALNAME, functions[::-1], 0) == reference

@@ -70,10 +70,24 @@ class NeverReturns:
         self._truth = truth
         self._may_suppress = may_suppress
         self.functions: set[str] = set()
+        #: answers memoised once ``functions`` is final: the interpreter asks at
+        #: every run of a site (1.2M times for 0.3M sites in a flag on vLLM 0.34.0)
+        self._sites: dict[tuple[str, int], bool] | None = None
         self._compute()
+        self._sites = {}
 
     def site(self, scope: str, site: int) -> bool:
         """Does no callee of this call site ever return normally?"""
+        memo = self._sites
+        if memo is None:  # still computing ``functions``
+            return self._never_falls_through(scope, site)
+        key = (scope, site)
+        known = memo.get(key)
+        if known is None:
+            known = memo[key] = self._never_falls_through(scope, site)
+        return known
+
+    def _never_falls_through(self, scope: str, site: int) -> bool:
         call = self.p.scopes[scope].calls[site]
         if call.kind is not CallKind.CALL:
             return False

@@ -4,7 +4,10 @@ Nodes are functions by qualified name (``pkg.mod.Class.method``; module code is
 ``pkg.mod``; builtins are ``<builtin>.name``; names outside the analysed code
 keep their dotted import path). Every edge keeps the list of call sites that
 produce it (``CallEdge``: file/line, guards, resolution layer), so a witness
-path can show *where* each hop happens and how strong its evidence is.
+path can show *where* each hop happens and how strong its evidence is. The
+graph stores each as a ``SiteRef`` and makes the ``CallEdge`` when asked: one
+per site and callee was most of the cost of building the graph (1.6M of them on
+transformers 5.25.0), and few are ever asked for.
 
 Class bodies run when their module (or enclosing function) runs, so their calls
 are attributed to the nearest enclosing function or module, as PyCG does.
@@ -28,6 +31,10 @@ from flagtrace.model import (
     UnresolvedCall,
 )
 from flagtrace.resolve import Program, ResolvedProgram, ValueQuery
+
+#: one call site of an edge: (the scope whose ``calls[index]`` it is, the index,
+#: the callee); or a ``CallEdge`` made elsewhere (jedi's, which carry no guards)
+SiteRef = tuple[str, int, Callee] | CallEdge
 
 
 class CallGraph:
@@ -62,35 +69,28 @@ class CallGraph:
         for qn, scope in p.scopes.items():
             if scope.kind is not ScopeKind.CLASS:
                 g.add_node(qn, analysed=True, kind=scope.kind.value, location=scope.location)
-        sites: dict[tuple[str, str], list[CallEdge]] = {}  # built first, added in bulk
+        sites: dict[tuple[str, str], list[SiteRef]] = {}  # built first, added in bulk
         external: set[str] = set()
+        owners: dict[str, str] = {}
         for (qn, index), callees in resolved.sites():
-            caller = owner_of(p, qn)
-            site = p.scopes[qn].calls[index]
+            caller = owners.get(qn)
+            if caller is None:
+                caller = owners[qn] = owner_of(p, qn)
             if not callees:
                 if (qn, index) in resolved.resolved_empty:
                     continue
+                site = p.scopes[qn].calls[index]
                 unresolved.append(UnresolvedCall(caller, site.location, site.text, index, qn))
                 continue
             for callee in callees:
-                edge = CallEdge(
-                    caller=caller,
-                    callee=callee.qualname,
-                    location=site.location,
-                    resolution=callee.resolution,
-                    guards=site.guards,
-                    site=index,
-                    text=site.text,
-                    approximation=callee.approximation,
-                )
                 pair = (caller, callee.qualname)
                 listed = sites.get(pair)
                 if listed is None:
-                    sites[pair] = [edge]
+                    sites[pair] = [(qn, index, callee)]
                     if not callee.analysed:
                         external.add(callee.qualname)
                 else:
-                    listed.append(edge)
+                    listed.append((qn, index, callee))
         for name in sorted(external - set(g)):
             g.add_node(name, analysed=False, kind="external")
         for _, callee_qn in sites:
@@ -120,8 +120,8 @@ class CallGraph:
             )
             if edge.callee not in g:
                 g.add_node(edge.callee, analysed=True, kind="function")
-            before = editor.sites(edge.caller, edge.callee) or []
-            editor.set_sites(edge.caller, edge.callee, [*before, edge])
+            before = editor.refs(edge.caller, edge.callee) or []
+            editor.set_refs(edge.caller, edge.callee, [*before, edge])
         unresolved = tuple(u for u in self.unresolved if (u.scope, u.site) not in settled_sites)
         return CallGraph(
             g, self.resolved.with_callees(added), unresolved, self.jedi_queries + queries
@@ -207,12 +207,16 @@ class CallGraph:
         return sorted(self._g.predecessors(node)) if node in self._g else []
 
     def edges(self) -> Iterator[CallEdge]:
-        for _, _, data in sorted(self._g.edges(data=True), key=lambda e: (e[0], e[1])):
-            yield from data["sites"]
+        for caller, _, data in sorted(self._g.edges(data=True), key=lambda e: (e[0], e[1])):
+            for ref in data["sites"]:
+                yield self._edge(caller, ref)
 
     def sites(self, caller: str, callee: str) -> tuple[CallEdge, ...]:
         data = self._g.get_edge_data(caller, callee)
-        return tuple(data["sites"]) if data else ()
+        return tuple(self._edge(caller, ref) for ref in data["sites"]) if data else ()
+
+    def _edge(self, caller: str, ref: SiteRef) -> CallEdge:
+        return site_edge(self.resolved.program, caller, ref)
 
     def has_edge(self, caller: str, callee: str) -> bool:
         return bool(self._g.has_edge(caller, callee))
@@ -231,10 +235,12 @@ class CallGraph:
     def stats(self) -> GraphStats:
         counts: Counter[str] = Counter()
         approximated: Counter[str] = Counter()
-        for edge in self.edges():
-            counts[edge.resolution.value] += 1
-            if edge.approximation is not None:
-                approximated[edge.approximation.value] += 1
+        for _, _, data in self._g.edges(data=True):
+            for ref in data["sites"]:
+                found = ref if isinstance(ref, CallEdge) else ref[2]
+                counts[found.resolution.value] += 1
+                if found.approximation is not None:
+                    approximated[found.approximation.value] += 1
         return GraphStats(
             nodes=self._g.number_of_nodes(),
             edges=self._g.number_of_edges(),
@@ -244,6 +250,24 @@ class CallGraph:
             jedi_queries=self.jedi_queries,
             jedi_edges=counts.get(Resolution.JEDI.value, 0),
         )
+
+
+def site_edge(program: Program, caller: str, ref: SiteRef) -> CallEdge:
+    """The ``CallEdge`` a stored site stands for (``caller``: the edge's caller)."""
+    if isinstance(ref, CallEdge):
+        return ref
+    scope, index, callee = ref
+    call = program.scopes[scope].calls[index]
+    return CallEdge(
+        caller,
+        callee.qualname,
+        call.location,
+        callee.resolution,
+        call.guards,
+        index,
+        call.text,
+        callee.approximation,
+    )
 
 
 def owner_of(program: Program, qn: str) -> str:
@@ -274,18 +298,19 @@ class EdgeEditor:
         g._pred.update((v, dict(nbrs)) for v, nbrs in original._pred.items())
         self.graph = g
 
-    def sites(self, caller: str, callee: str) -> list[CallEdge] | None:
+    def refs(self, caller: str, callee: str) -> list[SiteRef] | None:
+        """The edge's sites as stored (``site_edge`` makes each a ``CallEdge``)."""
         data = self.graph._succ.get(caller, {}).get(callee)
         return None if data is None else list(data["sites"])
 
-    def set_sites(self, caller: str, callee: str, sites: list[CallEdge]) -> None:
-        """The edge's sites, now ``sites``; no sites: no edge."""
+    def set_refs(self, caller: str, callee: str, refs: list[SiteRef]) -> None:
+        """The edge's sites, now ``refs``; no sites: no edge."""
         g = self.graph
-        if not sites:
+        if not refs:
             g.remove_edge(caller, callee)
         elif g.has_edge(caller, callee):
-            data = {"sites": sites}
+            data = {"sites": refs}
             g._succ[caller][callee] = data
             g._pred[callee][caller] = data
         else:
-            g.add_edge(caller, callee, sites=sites)
+            g.add_edge(caller, callee, sites=refs)

@@ -52,7 +52,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from flagtrace.assume import NO_VALUE, Fact, Facts, parse_facts
-from flagtrace.callgraph import CallGraph, EdgeEditor, owner_of
+from flagtrace.callgraph import CallGraph, EdgeEditor, owner_of, site_edge
 from flagtrace.derived import Derived, derive
 from flagtrace.guards_eval import Decision, GuardEvaluator, Truth, unparen
 from flagtrace.model import (
@@ -621,9 +621,13 @@ class Pruning:
         for owner, callee, location in removed:
             by_edge.setdefault((owner, callee), set()).add(location)
         for (owner, callee), locations in by_edge.items():
-            sites = editor.sites(owner, callee)
-            if sites is not None:
-                editor.set_sites(owner, callee, [e for e in sites if e.location not in locations])
+            refs = editor.refs(owner, callee)
+            if refs is not None:
+                editor.set_refs(
+                    owner,
+                    callee,
+                    [r for r in refs if site_edge(p, owner, r).location not in locations],
+                )
         pruned: ResolvedProgram = replace(
             resolved, site_callees=site_callees, resolved_empty=frozenset(empty)
         )

@@ -38,10 +38,7 @@ def _project(tmp_path: Path) -> Path:
 
 def _edges(graph: CallGraph) -> list[tuple[str, str, tuple[int, ...]]]:
     """Every edge with the lines of its sites, in the adjacency's own order."""
-    return [
-        (u, v, tuple(e.location.line for e in data["sites"]))
-        for u, v, data in graph.nx.edges(data=True)
-    ]
+    return [(u, v, tuple(e.location.line for e in graph.sites(u, v))) for u, v in graph.nx.edges]
 
 
 def test_pruning_narrows_a_copy_and_keeps_the_order(tmp_path: Path) -> None:

@@ -498,6 +498,7 @@ def _analyze_reusing(
     return report
 
 
+@gc_deferred()
 def analyze_project(
     project: Project,
     graph: CallGraph,
@@ -523,40 +524,6 @@ def analyze_project(
     are ``--assume`` facts (``flagtrace.assume``; a malformed one raises
     ``FactError``). ``prunings``: the prunings earlier runs stored for this
     resolved program (``flagtrace.program_store``), reused and added to."""
-    with gc_deferred():
-        return _analyze_project(
-            project,
-            graph,
-            flags,
-            entries,
-            reads=reads,
-            jedi_budget=jedi_budget,
-            configured_entries=configured_entries,
-            include_tests=include_tests,
-            assume=assume,
-            roots=roots,
-            set_by=set_by,
-            sticky_anywhere=sticky_anywhere,
-            prunings=prunings,
-        )
-
-
-def _analyze_project(
-    project: Project,
-    graph: CallGraph,
-    flags: Sequence[str],
-    entries: Sequence[str] = (),
-    *,
-    reads: Sequence[str] = (),
-    jedi_budget: float = 0.0,
-    configured_entries: Sequence[str] = (),
-    include_tests: bool = False,
-    assume: Sequence[str] = (),
-    roots: Sequence[str] = (),
-    set_by: Sequence[str] = (),
-    sticky_anywhere: bool = False,
-    prunings: StoredPrunings | None = None,
-) -> tuple[AnalysisReport, CallGraph]:
     from flagtrace.effects import FlagLookupError, find_flags
     from flagtrace.pergraph import once
     from flagtrace.programs import RootIndex, find_roots

@@ -42,9 +42,10 @@ minutes) per child:
    flag set.  Every flag is asked of the resolved graph, as the CLI asks it (not
    of the pruned graph the flag before returned: its discovery finds more
    entries); the first flag's time includes what later flags reuse from it (the
-   pruning and the discovered entries, ``flagtrace.pergraph``).  An exception on one flag is recorded with its traceback and the
-   child goes on.  Files that flagtrace reports as an internal error are
-   re-indexed alone with ``FLAGTRACE_DEBUG=1`` to capture the traceback.
+   pruning and the discovered entries, ``flagtrace.pergraph``).  An exception on
+   one flag is recorded with its traceback and the child goes on.  Files that
+   flagtrace reports as an internal error are re-indexed alone with
+   ``FLAGTRACE_DEBUG=1`` to capture the traceback.
 
 The child reports progress as JSON lines, so a timeout or a crash still leaves
 everything done before it, and the flag it was working on.  ``--json`` is

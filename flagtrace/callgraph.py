@@ -16,7 +16,7 @@ are attributed to the nearest enclosing function or module, as PyCG does.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import networkx as nx
 
@@ -222,10 +222,40 @@ class CallGraph:
         return bool(self._g.has_edge(caller, callee))
 
     def shortest_path(self, source: str, target: str) -> list[str] | None:
-        try:
-            return list(nx.shortest_path(self._g, source, target))
-        except (nx.NetworkXNoPath, nx.NodeNotFound):
+        """A path of fewest calls from ``source`` to ``target``; of several, the
+        one a search from both ends finds taking callees and callers by name.
+
+        Why by name, not in the order the edges were made (as ``networkx``'s
+        search would): that order is an accident of resolution, and a witness
+        must not change when an edit elsewhere reorders it."""
+        if source not in self or target not in self:
             return None
+        if source == target:
+            return [source]
+        ahead: dict[str, str | None] = {source: None}  # node -> the node it was reached from
+        behind: dict[str, str | None] = {target: None}  # node -> the node it leads to
+        forward, reverse = [source], [target]
+        meet: str | None = None
+        while forward and reverse and meet is None:
+            if len(forward) <= len(reverse):
+                level, forward = forward, []
+                meet = _step(level, self.callees, ahead, behind, forward)
+            else:
+                level, reverse = reverse, []
+                meet = _step(level, self.callers, behind, ahead, reverse)
+        if meet is None:
+            return None
+        path: list[str] = []
+        node: str | None = meet
+        while node is not None:
+            path.append(node)
+            node = ahead[node]
+        path.reverse()
+        node = behind[meet]
+        while node is not None:
+            path.append(node)
+            node = behind[node]
+        return path
 
     def reachable(self, source: str) -> set[str]:
         if source not in self._g:
@@ -250,6 +280,25 @@ class CallGraph:
             jedi_queries=self.jedi_queries,
             jedi_edges=counts.get(Resolution.JEDI.value, 0),
         )
+
+
+def _step(
+    level: list[str],
+    neighbours: Callable[[str], list[str]],
+    mine: dict[str, str | None],
+    theirs: dict[str, str | None],
+    fringe: list[str],
+) -> str | None:
+    """One level of one side of ``shortest_path``'s search: the node where the
+    two sides meet, if they do."""
+    for v in level:
+        for w in neighbours(v):
+            if w not in mine:
+                mine[w] = v
+                fringe.append(w)
+            if w in theirs:
+                return w
+    return None
 
 
 def site_edge(program: Program, caller: str, ref: SiteRef) -> CallEdge:

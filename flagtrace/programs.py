@@ -326,7 +326,6 @@ class StickyWrites:
         from flagtrace.flagstate import State
 
         interp, graph = self.interp, self.interp.graph
-        g = graph.nx
         start: _Node = (root, (True, False))
         parents: dict[_Node, tuple[_Node | None, SetEvent | None]] = {start: (None, None)}
         todo = deque([start])
@@ -345,8 +344,8 @@ class StickyWrites:
                     cs = interp.p.scopes.get(child)
                     if cs is not None and cs.kind is ScopeKind.CLASS:
                         nexts.append(((child, key), None))
-            elif qn in g:
-                nexts.extend(((c, key), None) for c in g.successors(qn))
+            elif qn in graph:  # callees by name: the first found is the witness
+                nexts.extend(((c, key), None) for c in graph.callees(qn))
             for nxt, origin in nexts:
                 if nxt not in parents:
                     parents[nxt] = (node, origin)

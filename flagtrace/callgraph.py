@@ -9,6 +9,15 @@ graph stores each as a ``SiteRef`` and makes the ``CallEdge`` when asked: one
 per site and callee was most of the cost of building the graph (1.6M of them on
 transformers 5.25.0), and few are ever asked for.
 
+By-name dispatch goes through hubs: a site that calls every method named
+``forward`` (``x.forward()`` on an unknown receiver) has one edge to a hub node
+(``<by-name>.forward``) and the hub one edge to each such method, so stored
+edges grow with call sites plus methods, not their product (SGLang 0.5.23 has
+41k such sites calling 919k methods between them, through 1.4k distinct sets of
+methods). Every verb sees through the hubs and answers as the graph with one
+edge per caller and method would: a by-name hop is one step from the call site
+to the method.
+
 Class bodies run when their module (or enclosing function) runs, so their calls
 are attributed to the nearest enclosing function or module, as PyCG does.
 """
@@ -33,8 +42,21 @@ from flagtrace.model import (
 from flagtrace.resolve import Program, ResolvedProgram, ValueQuery
 
 #: one call site of an edge: (the scope whose ``calls[index]`` it is, the index,
-#: the callee); or a ``CallEdge`` made elsewhere (jedi's, which carry no guards)
-SiteRef = tuple[str, int, Callee] | CallEdge
+#: the callee: None on an edge to a hub, whose nodes hold the callees); or a
+#: ``CallEdge`` made elsewhere (jedi's, which carry no guards)
+SiteRef = tuple[str, int, Callee | None] | CallEdge
+
+#: a hub's node name starts with this (no qualified name can)
+HUB_PREFIX = "<by-name>."
+
+
+def by_name_part(callees: Sequence[Callee]) -> tuple[Callee, ...]:
+    """The callees of a site that a hub stands for: its by-name ones, when
+    there are two or more (one is an edge like any other)."""
+    part = tuple(c for c in callees if c.resolution is Resolution.BY_NAME)
+    if len(part) < 2 or len({c.qualname for c in part}) < len(part):
+        return ()  # one method twice (two approximations): stored as plain edges
+    return part
 
 
 class CallGraph:
@@ -44,6 +66,11 @@ class CallGraph:
     stages ask it both the function-level questions (callers, paths) and the
     site-level ones (what does call site ``i`` of this scope call?). It is not
     changed once built; settling calls with jedi makes a new graph.
+
+    The networkx graph (``nx``) holds the hubs as nodes (``hubs``): a question
+    over it that only cares what is reachable (components, closures) is
+    answered on it as it stands, hubs then dropped; every other question goes
+    through the verbs here.
     """
 
     def __init__(
@@ -52,18 +79,28 @@ class CallGraph:
         resolved: ResolvedProgram,
         unresolved: tuple[UnresolvedCall, ...],
         jedi_queries: int = 0,
+        hub_of: dict[tuple[Callee, ...], str] | None = None,
     ) -> None:
         self._g = graph
         self.resolved = resolved
         self.unresolved = unresolved
         self.jedi_queries = jedi_queries
+        #: a site's by-name callees (``by_name_part``) -> their hub's node
+        self._hub_of: dict[tuple[Callee, ...], str] = hub_of if hub_of is not None else {}
+        self.hubs: frozenset[str] = frozenset(self._hub_of.values())
         self._scope_callers: dict[str, frozenset[str]] | None = None
+        self._site_rank: dict[tuple[str, int], int] | None = None
+        self._hubs_into: dict[str, tuple[str, ...]] | None = None
 
     # -- construction
 
     @classmethod
-    def build(cls, resolved: ResolvedProgram) -> CallGraph:
+    def build(cls, resolved: ResolvedProgram, hubs: bool = True) -> CallGraph:
+        """The graph of ``resolved``'s calls; ``hubs=False`` stores one edge per
+        caller and by-name method (the tests check the two answer alike)."""
         g: nx.DiGraph = nx.DiGraph()
+        hub_of: dict[tuple[Callee, ...], str] = {}
+        named: dict[str, int] = {}
         p = resolved.program
         unresolved: list[UnresolvedCall] = []
         for qn, scope in p.scopes.items():
@@ -82,7 +119,22 @@ class CallGraph:
                 site = p.scopes[qn].calls[index]
                 unresolved.append(UnresolvedCall(caller, site.location, site.text, index, qn))
                 continue
+            by_name = by_name_part(callees) if hubs else ()
+            if by_name:
+                hub = hub_of.get(by_name)
+                if hub is None:
+                    hub = hub_of[by_name] = _hub_node(by_name, named)
+                    for callee in by_name:
+                        if not callee.analysed:
+                            external.add(callee.qualname)
+                listed = sites.get((caller, hub))
+                if listed is None:
+                    sites[(caller, hub)] = [(qn, index, None)]
+                else:
+                    listed.append((qn, index, None))
             for callee in callees:
+                if by_name and callee.resolution is Resolution.BY_NAME:
+                    continue
                 pair = (caller, callee.qualname)
                 listed = sites.get(pair)
                 if listed is None:
@@ -93,14 +145,19 @@ class CallGraph:
                     listed.append((qn, index, callee))
         for name in sorted(external - set(g)):
             g.add_node(name, analysed=False, kind="external")
-        for _, callee_qn in sites:
+        for part, hub in hub_of.items():  # first: a hub is no function
+            g.add_node(hub, kind="hub", callees={c.qualname: c for c in part})
+        targets = [c.qualname for part in hub_of for c in part]
+        for callee_qn in (*(callee_qn for _, callee_qn in sites), *targets):
             if callee_qn not in g:  # analysed, yet not a scope (a class called by name)
                 g.add_node(callee_qn, analysed=True, kind="function")
+        for part, hub in hub_of.items():
+            g.add_edges_from((hub, c.qualname) for c in part)
         g.add_edges_from(
             (caller, callee_qn, {"sites": listed}) for (caller, callee_qn), listed in sites.items()
         )
         unresolved.sort(key=lambda u: (u.location.path, u.location.line, u.location.column))
-        return cls(g, resolved, tuple(unresolved))
+        return cls(g, resolved, tuple(unresolved), 0, hub_of)
 
     def with_settled(
         self,
@@ -124,8 +181,23 @@ class CallGraph:
             editor.set_refs(edge.caller, edge.callee, [*before, edge])
         unresolved = tuple(u for u in self.unresolved if (u.scope, u.site) not in settled_sites)
         return CallGraph(
-            g, self.resolved.with_callees(added), unresolved, self.jedi_queries + queries
+            g,
+            self.resolved.with_callees(added),
+            unresolved,
+            self.jedi_queries + queries,
+            self._hub_of,
         )
+
+    def edited(
+        self, editor: EdgeEditor, resolved: ResolvedProgram, unresolved: tuple[UnresolvedCall, ...]
+    ) -> CallGraph:
+        """A graph over an edited copy of this one's edges (pruning's)."""
+        return CallGraph(editor.graph, resolved, unresolved, self.jedi_queries, self._hub_of)
+
+    def hub_at(self, callees: Sequence[Callee]) -> str | None:
+        """The hub a site with these callees calls its by-name ones through."""
+        part = by_name_part(callees)
+        return self._hub_of.get(part) if part else None
 
     # -- queries
 
@@ -183,10 +255,10 @@ class CallGraph:
         return index.get(qn, frozenset())
 
     def __contains__(self, node: object) -> bool:
-        return node in self._g
+        return node in self._g and node not in self.hubs
 
     def nodes(self) -> list[str]:
-        return sorted(self._g.nodes)
+        return sorted(n for n in self._g.nodes if n not in self.hubs)
 
     def is_analysed(self, node: str) -> bool:
         return bool(self._g.nodes[node].get("analysed")) if node in self._g else False
@@ -201,25 +273,94 @@ class CallGraph:
         return location
 
     def callees(self, node: str) -> list[str]:
-        return sorted(self._g.successors(node)) if node in self._g else []
+        """What ``node`` calls, by name (hubs seen through)."""
+        if node not in self:
+            return []
+        succ = self._g._succ[node]
+        hubs = self.hubs
+        if not hubs:
+            return sorted(succ)
+        out: set[str] = set()
+        for v in succ:
+            if v in hubs:
+                out.update(self._g._succ[v])
+            else:
+                out.add(v)
+        return sorted(out)
 
     def callers(self, node: str) -> list[str]:
-        return sorted(self._g.predecessors(node)) if node in self._g else []
+        """What calls ``node``, by name (hubs seen through)."""
+        if node not in self:
+            return []
+        pred = self._g._pred[node]
+        hubs = self.hubs
+        if not hubs:
+            return sorted(pred)
+        out: set[str] = set()
+        for v in pred:
+            if v in hubs:
+                out.update(self._g._pred[v])
+            else:
+                out.add(v)
+        return sorted(out)
 
     def edges(self) -> Iterator[CallEdge]:
-        for caller, _, data in sorted(self._g.edges(data=True), key=lambda e: (e[0], e[1])):
-            for ref in data["sites"]:
-                yield self._edge(caller, ref)
+        """Every call site's edge to each callee, by caller and callee."""
+        for caller in self.nodes():
+            for callee in self.callees(caller):
+                for ref in self._refs(caller, callee):
+                    yield self._edge(caller, ref)
 
     def sites(self, caller: str, callee: str) -> tuple[CallEdge, ...]:
-        data = self._g.get_edge_data(caller, callee)
-        return tuple(self._edge(caller, ref) for ref in data["sites"]) if data else ()
+        """The call sites of ``caller`` that call ``callee``, in resolution order
+        (a by-name site's edge names the method, not the hub)."""
+        return tuple(self._edge(caller, ref) for ref in self._refs(caller, callee))
+
+    def _refs(self, caller: str, callee: str) -> list[SiteRef]:
+        succ = self._g._succ.get(caller)
+        if succ is None or callee in self.hubs:
+            return []
+        data = succ.get(callee)
+        refs: list[SiteRef] = list(data["sites"]) if data else []
+        through = [h for h in self._hubs_to(callee) if h in succ]
+        if not through:
+            return refs
+        for hub in through:
+            found = self._g._node[hub]["callees"][callee]
+            refs.extend((scope, index, found) for scope, index, _ in succ[hub]["sites"])
+        if len(through) > 1 or data:  # from several edges: back in resolution order
+            rank = self.site_ranks()
+            refs.sort(key=lambda r: (1, 0) if isinstance(r, CallEdge) else (0, rank[r[:2]]))
+        return refs
+
+    def _hubs_to(self, callee: str) -> tuple[str, ...]:
+        """The hubs with an edge to ``callee`` (indexed on first use: a callee
+        can have a hundred thousand callers and one hub)."""
+        index = self._hubs_into
+        if index is None:
+            found: dict[str, list[str]] = {}
+            for hub in sorted(self.hubs):
+                for method in self._g._succ[hub]:
+                    found.setdefault(method, []).append(hub)
+            index = self._hubs_into = {m: tuple(h) for m, h in found.items()}
+        return index.get(callee, ())
+
+    def site_ranks(self) -> dict[tuple[str, int], int]:
+        """Every site's place in resolution order, the order of an edge's sites
+        (built on first use)."""
+        rank = self._site_rank
+        if rank is None:
+            rank = self._site_rank = {key: i for i, (key, _) in enumerate(self.resolved.sites())}
+        return rank
 
     def _edge(self, caller: str, ref: SiteRef) -> CallEdge:
         return site_edge(self.resolved.program, caller, ref)
 
     def has_edge(self, caller: str, callee: str) -> bool:
-        return bool(self._g.has_edge(caller, callee))
+        succ = self._g._succ.get(caller)
+        if succ is None or callee in self.hubs:
+            return False
+        return callee in succ or any(h in succ for h in self._hubs_to(callee))
 
     def shortest_path(self, source: str, target: str) -> list[str] | None:
         """A path of fewest calls from ``source`` to ``target``; of several, the
@@ -258,28 +399,52 @@ class CallGraph:
         return path
 
     def reachable(self, source: str) -> set[str]:
-        if source not in self._g:
+        if source not in self:
             return set()
-        return set(nx.descendants(self._g, source)) | {source}
+        return {n for n in nx.descendants(self._g, source) if n not in self.hubs} | {source}
 
     def stats(self) -> GraphStats:
+        """Counts as of one edge per caller and callee (hubs seen through)."""
         counts: Counter[str] = Counter()
         approximated: Counter[str] = Counter()
-        for _, _, data in self._g.edges(data=True):
-            for ref in data["sites"]:
-                found = ref if isinstance(ref, CallEdge) else ref[2]
-                counts[found.resolution.value] += 1
-                if found.approximation is not None:
-                    approximated[found.approximation.value] += 1
+        hubs, succ, nodes = self.hubs, self._g._succ, self._g._node
+        pairs = 0
+        for caller, targets in succ.items():
+            if caller in hubs:
+                continue
+            through = [v for v in targets if v in hubs]
+            if through:
+                called = {v for v in targets if v not in hubs}
+                for hub in through:
+                    called.update(succ[hub])
+                pairs += len(called)
+            else:
+                pairs += len(targets)
+            for callee, data in targets.items():
+                found: list[Callee | CallEdge]
+                if callee in hubs:
+                    held = nodes[callee]["callees"]
+                    found = [held[m] for m in succ[callee]] * len(data["sites"])
+                else:
+                    found = [r if isinstance(r, CallEdge) else r[2] for r in data["sites"]]
+                for f in found:
+                    assert f is not None
+                    counts[f.resolution.value] += 1
+                    if f.approximation is not None:
+                        approximated[f.approximation.value] += 1
         return GraphStats(
-            nodes=self._g.number_of_nodes(),
-            edges=self._g.number_of_edges(),
+            nodes=self._g.number_of_nodes() - len(hubs),
+            edges=pairs,
             by_resolution=tuple(sorted(counts.items())),
             by_approximation=tuple(sorted(approximated.items())),
             unresolved=len(self.unresolved),
             jedi_queries=self.jedi_queries,
             jedi_edges=counts.get(Resolution.JEDI.value, 0),
         )
+
+    def stored_edges(self) -> int:
+        """Edges as stored, hubs' included (what hubs save: ``stats().edges`` less this)."""
+        return int(self._g.number_of_edges())
 
 
 def _step(
@@ -306,6 +471,7 @@ def site_edge(program: Program, caller: str, ref: SiteRef) -> CallEdge:
     if isinstance(ref, CallEdge):
         return ref
     scope, index, callee = ref
+    assert callee is not None, "an edge to a hub: CallGraph.sites names the method"
     call = program.scopes[scope].calls[index]
     return CallEdge(
         caller,
@@ -317,6 +483,22 @@ def site_edge(program: Program, caller: str, ref: SiteRef) -> CallEdge:
         call.text,
         callee.approximation,
     )
+
+
+def ref_location(program: Program, ref: SiteRef) -> Location:
+    """Where a stored site's call is."""
+    if isinstance(ref, CallEdge):
+        return ref.location
+    return program.scopes[ref[0]].calls[ref[1]].location
+
+
+def _hub_node(part: tuple[Callee, ...], named: dict[str, int]) -> str:
+    """A new hub's node: ``<by-name>.forward`` for the first set of methods named
+    ``forward``, then ``#2``, ``#3``... (our subclasses of one library class that
+    define it); ``named`` counts the hubs made per name."""
+    name = HUB_PREFIX + part[0].qualname.rpartition(".")[2]
+    n = named[name] = named.get(name, 0) + 1
+    return name if n == 1 else f"{name}#{n}"
 
 
 def owner_of(program: Program, qn: str) -> str:
@@ -351,6 +533,11 @@ class EdgeEditor:
         """The edge's sites as stored (``site_edge`` makes each a ``CallEdge``)."""
         data = self.graph._succ.get(caller, {}).get(callee)
         return None if data is None else list(data["sites"])
+
+    def remove(self, caller: str, callee: str) -> None:
+        """No edge from ``caller`` to ``callee`` (a hub's to a method) any more."""
+        if self.graph.has_edge(caller, callee):
+            self.graph.remove_edge(caller, callee)
 
     def set_refs(self, caller: str, callee: str, refs: list[SiteRef]) -> None:
         """The edge's sites, now ``refs``; no sites: no edge."""

@@ -103,19 +103,21 @@ class RootIndex:
         own: dict[str, int] = {}
         for i, root in enumerate(self.roots):
             own[root.qualname] = own.get(root.qualname, 0) | 1 << i
-        self.below: dict[str, int] = _masks_below(g, {q: m for q, m in own.items() if q in g})
+        # reachability over the stored graph, through its hubs, then without them
+        below = _masks_below(g, {q: m for q, m in own.items() if q in graph})
+        self.below: dict[str, int] = {n: m for n, m in below.items() if n not in graph.hubs}
         self.reach: dict[str, int] = dict(self.below)
         for qn, mask in own.items():
             self.reach[qn] = self.reach.get(qn, 0) | mask
         starts: set[str] = set()
         program = graph.program
         for module in program.modules:
-            if module not in g or is_main_module(module):
+            if module not in graph or is_main_module(module):
                 continue
-            for callee in g.successors(module):
+            for callee in graph.callees(module):
                 if any(not is_main_guard(e.guards) for e in graph.sites(module, callee)):
                     starts.add(callee)
-        self.import_time = frozenset(_closure(g, sorted(starts)))
+        self.import_time = frozenset(_closure(g, sorted(starts)) - graph.hubs)
 
     def rebuilt(self, graph: CallGraph) -> RootIndex:
         """The same roots over another graph (jedi settled calls: new edges)."""

@@ -52,12 +52,14 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from flagtrace.assume import NO_VALUE, Fact, Facts, parse_facts
-from flagtrace.callgraph import CallGraph, EdgeEditor, owner_of, site_edge
+from flagtrace.callgraph import CallGraph, EdgeEditor, owner_of, ref_location
 from flagtrace.derived import Derived, derive
 from flagtrace.guards_eval import Decision, GuardEvaluator, Truth, unparen
 from flagtrace.model import (
     AssumptionUse,
     AttrExpr,
+    CallEdge,
+    Callee,
     CallKind,
     ContainerExpr,
     CutKind,
@@ -581,14 +583,17 @@ class Pruning:
         p = self.p
         site_callees = dict(resolved.site_callees)
         empty = set(resolved.resolved_empty)
-        removed: list[tuple[str, str, Location]] = []  # (owner, callee, call location)
+        removed: list[tuple[str, str, Location]] = []  # (owner, callee or hub, call location)
+        hub_cuts: set[tuple[str, str]] = set()  # (hub, method): cut at every site of the hub
+        detached: list[tuple[str, tuple[str, int], Callee]] = []  # a hub's callee kept here
         owners: dict[str, str] = {}
         for key, callees in resolved.sites():
             scope_qn, index = key
             owner = owners.get(scope_qn)
             if owner is None:
                 owner = owners[scope_qn] = owner_of(p, scope_qn)
-            if key in self.guard_cuts or owner not in self.live:
+            whole = key in self.guard_cuts or owner not in self.live
+            if whole:
                 cut = tuple(c.qualname for c in callees)
             else:
                 cut = tuple(
@@ -601,7 +606,24 @@ class Pruning:
             if not cut:
                 continue
             location = p.scopes[scope_qn].calls[index].location
-            removed.extend((owner, callee, location) for callee in cut)
+            hub = full.hub_at(callees)
+            if hub is None:
+                removed.extend((owner, callee, location) for callee in cut)
+            else:
+                # a hub's methods are all by-name: each is cut, or not, at every
+                # site of the hub alike (``cuts`` asks the method and resolution)
+                removed.extend(
+                    (owner, c.qualname, location)
+                    for c in callees
+                    if c.resolution is not Resolution.BY_NAME and c.qualname in cut
+                )
+                by_name = [c for c in callees if c.resolution is Resolution.BY_NAME]
+                here = {c.qualname for c in by_name if c.qualname in cut}
+                wide = set() if whole else {q for q in here if self.cuts(q, Resolution.BY_NAME)}
+                hub_cuts.update((hub, q) for q in wide)
+                if here - wide:  # cut with the whole site, or through a typed twin here
+                    removed.append((owner, hub, location))
+                    detached.extend((owner, key, c) for c in by_name if c.qualname not in cut)
             kept = tuple(c for c in callees if c.qualname not in cut)
             site_callees[key] = kept
             if not kept:
@@ -612,7 +634,7 @@ class Pruning:
             if (u.scope, u.site) in self.guard_cuts
             or owner_of(p, u.scope or u.caller) not in self.live
         ]
-        if not removed and not dead_unresolved:
+        if not removed and not hub_cuts and not dead_unresolved:
             return full
         for u in dead_unresolved:  # a call that cannot run is no unresolved call either
             empty.add((u.scope, u.site))
@@ -626,14 +648,23 @@ class Pruning:
                 editor.set_refs(
                     owner,
                     callee,
-                    [r for r in refs if site_edge(p, owner, r).location not in locations],
+                    [r for r in refs if ref_location(p, r) not in locations],
                 )
+        for hub, method in hub_cuts:
+            editor.remove(hub, method)
+        if detached:  # the by-name methods kept at a site that left its hub
+            rank = full.site_ranks()
+            for owner, (scope_qn, index), kept_here in detached:
+                qn = kept_here.qualname
+                refs = [*(editor.refs(owner, qn) or []), (scope_qn, index, kept_here)]
+                refs.sort(key=lambda r: (1, 0) if isinstance(r, CallEdge) else (0, rank[r[:2]]))
+                editor.set_refs(owner, qn, refs)
         pruned: ResolvedProgram = replace(
             resolved, site_callees=site_callees, resolved_empty=frozenset(empty)
         )
         dead = set(map(id, dead_unresolved))
         unresolved = tuple(u for u in full.unresolved if id(u) not in dead)
-        return CallGraph(editor.graph, pruned, unresolved, full.jedi_queries)
+        return full.edited(editor, pruned, unresolved)
 
     @property
     def active(self) -> bool:

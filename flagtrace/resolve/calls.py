@@ -107,6 +107,7 @@ class Calls(ResolverBase):
         decorator = site.kind is CallKind.DECORATOR
         arg_values: list[Values] | None = None
         idioms: dict[str, bool] = {}  # what the callee expression is, asked once per site
+        callee_of = self.callee_records
         for value, resolution, receiver in targets:
             if decorator and value[0] is BUILTIN and value[1] in _PASSTHROUGH_DECORATORS:
                 continue
@@ -116,12 +117,11 @@ class Calls(ResolverBase):
                 approximation = self.edge_approximation(
                     qn, site, value, receiver, callee_qn, analysed, idioms
                 )
-                callee = Callee(
-                    callee_qn,
-                    approximated_resolution(resolution, approximation),
-                    analysed,
-                    approximation,
-                )
+                found = approximated_resolution(resolution, approximation)
+                key = (callee_qn, found, analysed, approximation)
+                callee = callee_of.get(key)
+                if callee is None:
+                    callee = callee_of[key] = Callee(callee_qn, found, analysed, approximation)
                 known = callees.get(callee_qn)
                 if known is None or _rank(callee) < _rank(known):
                     callees[callee_qn] = callee
@@ -141,8 +141,7 @@ class Calls(ResolverBase):
                             if analysed and v[0] is FUNCTION and callee_qn not in callees:
                                 callees[callee_qn] = Callee(callee_qn, Resolution.TYPED, True)
         if not callees and by_name and not implicit:
-            for method in self.p.methods_by_name.get(by_name, ()):
-                callees[method] = Callee(method, Resolution.BY_NAME, True)
+            callees.update(self._by_name_callees(by_name))
         resumed = self.resumed_generators(qn, site, targets)
         if resumed:
             from_container = self._enters_from_container(qn, site)
@@ -164,6 +163,18 @@ class Calls(ResolverBase):
             return tuple(callees.values()), bindings, knowingly_empty, resumed
         ordered_callees = tuple(sorted(callees.values(), key=lambda c: c.qualname))
         return ordered_callees, bindings, False, resumed
+
+    def _by_name_callees(self, name: str) -> dict[str, Callee]:
+        """Every method called ``name``, as by-name callees: made once per name,
+        not once per site and round (SGLang 0.5.23: 943k by-name callees a round
+        from 750 names)."""
+        found = self.by_name_records.get(name)
+        if found is None:
+            found = self.by_name_records[name] = {
+                method: Callee(method, Resolution.BY_NAME, True)
+                for method in self.p.methods_by_name.get(name, ())
+            }
+        return found
 
     def resumed_generators(self, qn: str, site: CallSite, targets: list[Target]) -> frozenset[str]:
         """The generator functions whose objects this site resumes, running their

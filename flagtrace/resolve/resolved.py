@@ -231,6 +231,8 @@ def resolve_program(resolver: Resolver) -> ResolvedProgram:
         key: tuple(same.setdefault(c, c) for c in resolver.refine_callees(key[0], key[1], callees))
         for key, callees in resolver.site_callees.items()
     }
+    # resolution's own tables of records: the stored program pickles the resolver
+    resolver.callee_records, resolver.by_name_records = {}, {}
     resolved = ResolvedProgram(
         program=resolver.p,
         site_callees=site_callees,

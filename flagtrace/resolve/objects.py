@@ -36,7 +36,6 @@ from flagtrace.resolve.values import (
     FUNCTION,
     GENERATOR,
     INSTANCE,
-    MAX_EXTERNAL_DEPTH,
     MODULE,
     SUPER,
     ElementsExpr,
@@ -44,6 +43,7 @@ from flagtrace.resolve.values import (
     Value,
     Values,
     key_text,
+    library_attribute,
     looks_like_class,
     ordered,
 )
@@ -187,9 +187,7 @@ class Objects(ResolverBase):
                     break
             return frozenset(out)
         if kind is EXTERNAL:
-            if name.count(".") >= MAX_EXTERNAL_DEPTH:
-                return EMPTY
-            return frozenset({(EXTERNAL, f"{name}.{attr}", 0)})
+            return library_attribute(name, attr)
         return EMPTY
 
     def instance_attribute(self, cls: str, attr: str) -> Values:

@@ -131,6 +131,35 @@ def looks_like_class(dotted: str) -> bool:
     return last[:1].isupper()
 
 
+#: the last part of a library value's name that stands for "some attribute"
+ANY_ATTRIBUTE = "*"
+
+
+def library_attribute(name: str, attr: str) -> Values:
+    """``value.attr`` for the library value ``name``: a longer library name while
+    it can name something the library defines (a module's member, a class's
+    attribute: ``torch.nn.functional.relu``, ``torch.nn.Module.weight``). Past
+    that (``torch.nn.Module.weight.data``: an attribute of an instance's
+    attribute, which no name we can see defines) it is one value,
+    ``torch.nn.Module.weight.*``, whatever attributes follow: still library
+    code, so a call of it calls nothing of ours.
+
+    Why: each such chain was a value of its own, and values that flow through
+    parameters and fields collected every chain the program spells; SGLang
+    0.5.23 had 1.67M call-site callees named so
+    (``abc.ABC.scheduler.timesteps.input_layernorm``), more than its analysed
+    ones. A class is a CapWords part after the first (``looks_like_class``)."""
+    parts = name.split(".")
+    if parts[-1] == ANY_ATTRIBUTE:
+        return frozenset({(EXTERNAL, name, 0)})
+    if len(parts) > MAX_EXTERNAL_DEPTH:
+        return EMPTY
+    if any(part[:1].isupper() for part in parts[1:-1]) and not parts[-1][:1].isupper():
+        # ``Cls.attr`` (or ``Cls.Inner.attr``): its attributes are an instance's
+        return frozenset({(EXTERNAL, f"{name}.{ANY_ATTRIBUTE}", 0)})
+    return frozenset({(EXTERNAL, f"{name}.{attr}", 0)})
+
+
 def root_of(expr: Expr) -> Expr:
     """The innermost base of an attribute chain (``a`` for ``a.b.c``)."""
     while isinstance(expr, AttrExpr):

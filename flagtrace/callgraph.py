@@ -274,32 +274,26 @@ class CallGraph:
 
     def callees(self, node: str) -> list[str]:
         """What ``node`` calls, by name (hubs seen through)."""
-        if node not in self:
-            return []
-        succ = self._g._succ[node]
-        hubs = self.hubs
-        if not hubs:
-            return sorted(succ)
-        out: set[str] = set()
-        for v in succ:
-            if v in hubs:
-                out.update(self._g._succ[v])
-            else:
-                out.add(v)
-        return sorted(out)
+        return self._through(self._g._succ, node)
 
     def callers(self, node: str) -> list[str]:
         """What calls ``node``, by name (hubs seen through)."""
+        return self._through(self._g._pred, node)
+
+    def _through(self, adjacency: dict[str, dict[str, object]], node: str) -> list[str]:
+        """``node``'s neighbours in ``adjacency`` (successors or predecessors),
+        each hub among them replaced by its own: a hub's successors are its
+        methods, its predecessors the callers of its sites."""
         if node not in self:
             return []
-        pred = self._g._pred[node]
+        near = adjacency[node]
         hubs = self.hubs
         if not hubs:
-            return sorted(pred)
+            return sorted(near)
         out: set[str] = set()
-        for v in pred:
+        for v in near:
             if v in hubs:
-                out.update(self._g._pred[v])
+                out.update(adjacency[v])
             else:
                 out.add(v)
         return sorted(out)

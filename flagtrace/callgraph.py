@@ -322,9 +322,13 @@ class CallGraph:
             found = self._g._node[hub]["callees"][callee]
             refs.extend((scope, index, found) for scope, index, _ in succ[hub]["sites"])
         if len(through) > 1 or data:  # from several edges: back in resolution order
-            rank = self.site_ranks()
-            refs.sort(key=lambda r: (1, 0) if isinstance(r, CallEdge) else (0, rank[r[:2]]))
+            self.sort_refs(refs)
         return refs
+
+    def sort_refs(self, refs: list[SiteRef]) -> None:
+        """Put one edge's sites in resolution order, jedi's last as they were added."""
+        rank = self.site_ranks()
+        refs.sort(key=lambda r: (1, 0) if isinstance(r, CallEdge) else (0, rank[r[:2]]))
 
     def _hubs_to(self, callee: str) -> tuple[str, ...]:
         """The hubs with an edge to ``callee`` (indexed on first use: a callee
@@ -414,17 +418,18 @@ class CallGraph:
             else:
                 pairs += len(targets)
             for callee, data in targets.items():
-                found: list[Callee | CallEdge]
+                # each site once per callee: a hub's sites once per method it keeps
+                weighted: list[tuple[Callee | CallEdge | None, int]]
                 if callee in hubs:
-                    held = nodes[callee]["callees"]
-                    found = [held[m] for m in succ[callee]] * len(data["sites"])
+                    held, n_sites = nodes[callee]["callees"], len(data["sites"])
+                    weighted = [(held[m], n_sites) for m in succ[callee]]
                 else:
-                    found = [r if isinstance(r, CallEdge) else r[2] for r in data["sites"]]
-                for f in found:
-                    assert f is not None
-                    counts[f.resolution.value] += 1
-                    if f.approximation is not None:
-                        approximated[f.approximation.value] += 1
+                    weighted = [(r if isinstance(r, CallEdge) else r[2], 1) for r in data["sites"]]
+                for found, n in weighted:
+                    assert found is not None
+                    counts[found.resolution.value] += n
+                    if found.approximation is not None:
+                        approximated[found.approximation.value] += n
         return GraphStats(
             nodes=self._g.number_of_nodes() - len(hubs),
             edges=pairs,

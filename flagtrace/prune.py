@@ -58,7 +58,6 @@ from flagtrace.guards_eval import Decision, GuardEvaluator, Truth, unparen
 from flagtrace.model import (
     AssumptionUse,
     AttrExpr,
-    CallEdge,
     Callee,
     CallKind,
     ContainerExpr,
@@ -653,11 +652,10 @@ class Pruning:
         for hub, method in hub_cuts:
             editor.remove(hub, method)
         if detached:  # the by-name methods kept at a site that left its hub
-            rank = full.site_ranks()
             for owner, (scope_qn, index), kept_here in detached:
                 qn = kept_here.qualname
                 refs = [*(editor.refs(owner, qn) or []), (scope_qn, index, kept_here)]
-                refs.sort(key=lambda r: (1, 0) if isinstance(r, CallEdge) else (0, rank[r[:2]]))
+                full.sort_refs(refs)
                 editor.set_refs(owner, qn, refs)
         pruned: ResolvedProgram = replace(
             resolved, site_callees=site_callees, resolved_empty=frozenset(empty)

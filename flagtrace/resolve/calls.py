@@ -92,6 +92,10 @@ def _rank(callee: Callee) -> tuple[int, bool]:
     return _STRENGTH[callee.resolution], callee.approximation is not None
 
 
+#: what a callee expression answers while it is cut (``RoundMemo.solve``)
+_NO_TARGETS: tuple[list[Target], str | None] = ([], None)
+
+
 class Calls(ResolverBase):
     def resolve_site(
         self, qn: str, index: int, site: CallSite
@@ -345,9 +349,19 @@ class Calls(ResolverBase):
         """Values the callee expression evaluates to, each with its layer and the
         receiver it was looked up on, and the method name for by-name dispatch
         when the receiver is unknown."""
-        memo = self.memo.callee_values.get((qn, index))
-        if memo is not None:
-            return memo
+        key = (qn, index)
+        found = self.memo.callee_values.get(key)
+        if found is not None:
+            return found
+        return self.memo.solve(
+            self.memo.callee_values,
+            key,
+            ("callee", qn, index),
+            lambda: self._callee_values(qn, site),
+            _NO_TARGETS,
+        )
+
+    def _callee_values(self, qn: str, site: CallSite) -> tuple[list[Target], str | None]:
         func = site.func
         out: list[Target] = []
         by_name: str | None = None
@@ -390,9 +404,7 @@ class Calls(ResolverBase):
                             )
         else:
             out = [(v, Resolution.TYPED, None) for v in ordered(self.eval(qn, func))]
-        result = (out, by_name)
-        self.memo.callee_values[(qn, index)] = result
-        return result
+        return (out, by_name)
 
     def call_targets(self, value: Value) -> Iterator[CallTarget]:
         """What calling ``value`` runs: (callee name, analysed?, bound self,

@@ -54,17 +54,20 @@ class ClassModel(ResolverBase):
     def class_attribute(self, cls: str, attr: str) -> Values:
         """``cls.attr`` through the MRO: the first class that binds it."""
         key = (cls, attr)
-        memo = self.memo.class_attributes.get(key)
-        if memo is not None:
-            return memo
-        found: Values = EMPTY
-        for owner in self.mro(cls):
-            members = self.own_member(owner, attr)
-            if members:
-                found = members
-                break
-        self.memo.class_attributes[key] = found
-        return found
+        found = self.memo.class_attributes.get(key)
+        if found is not None:
+            return found
+
+        def compute() -> Values:
+            for owner in self.mro(cls):
+                members = self.own_member(owner, attr)
+                if members:
+                    return members
+            return EMPTY
+
+        return self.memo.solve(
+            self.memo.class_attributes, key, ("class attribute", *key), compute, EMPTY
+        )
 
     def own_member(self, cls: str, attr: str) -> Values:
         scope = self.p.scopes.get(cls)
@@ -77,16 +80,21 @@ class ClassModel(ResolverBase):
         define ``attr``; memoised per round (thousands of ``nn.Module`` subclasses
         were scanned again for every call on a module-typed receiver)."""
         key = (dotted, attr)
-        memo = self.memo.external_dispatch.get(key)
-        if memo is None:
-            memo = [
+        found = self.memo.external_dispatch.get(key)
+        if found is not None:
+            return found
+        return self.memo.solve(
+            self.memo.external_dispatch,
+            key,
+            ("external dispatch", *key),
+            lambda: [
                 (name, sub)
                 for sub in self.subclasses_of_external(dotted)
                 for kind, name, _ in ordered(self.own_member(sub, attr))
                 if kind is FUNCTION
-            ]
-            self.memo.external_dispatch[key] = memo
-        return memo
+            ],
+            [],
+        )
 
     def subclasses_of_external(self, dotted: str) -> list[str]:
         """Analysed classes with the library class ``dotted`` among their bases."""

@@ -34,7 +34,7 @@ round's memo tables, for typed sites only (cost on SGLang in benchmarks/README.m
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from flagtrace.generators import ITER_BUILTINS, RESUMING_METHODS
 from flagtrace.model import (
@@ -161,26 +161,21 @@ class Declared(ResolverBase):
             return frozenset(out)
         return EMPTY  # subscripts, displays, the elements of an iteration: value flow
 
-    def _guarded(self, key: object, compute: Iterable[Values]) -> Values:
-        """Memoised union of ``compute``; a lookup that meets itself answers nothing."""
+    def _guarded(self, key: object, parts: Callable[[], Iterable[Values]]) -> Values:
+        """Memoised union of the values ``parts()`` yields; a lookup that meets
+        itself reads its current answer (``RoundMemo.solve``)."""
         memo = self.memo.declared
         found = memo.get(key)
         if found is not None:
             return found
-        busy = ("declared", key)
-        in_progress = self.memo.in_progress
-        if busy in in_progress:
-            return self.memo.cut()
-        in_progress.add(busy)
-        out: set[Value] = set()
-        try:
-            for values in compute:
+
+        def compute() -> Values:
+            out: set[Value] = set()
+            for values in parts():
                 out |= values
-        finally:
-            in_progress.discard(busy)
-        frozen = frozenset(out)
-        memo[key] = frozen
-        return frozen
+            return frozenset(out)
+
+        return self.memo.solve(memo, key, ("declared", key), compute, EMPTY)
 
     def _declared_name(self, qn: str, name: str) -> Values:
         where = self.binding_scope(qn, name)
@@ -191,7 +186,7 @@ class Declared(ResolverBase):
     def _declared_variable(self, scope_qn: str, name: str) -> Values:
         if self.name_is_direct(scope_qn, name):
             return self.variable(scope_qn, name)  # def, class, import, decorated def
-        return self._guarded(("var", scope_qn, name), self._variable_parts(scope_qn, name))
+        return self._guarded(("var", scope_qn, name), lambda: self._variable_parts(scope_qn, name))
 
     def _variable_parts(self, scope_qn: str, name: str) -> Iterable[Values]:
         key = (scope_qn, name)
@@ -251,7 +246,7 @@ class Declared(ResolverBase):
                 if v[0] in (FUNCTION, CLASS) or v in self._declared_class_member(name, attr)
             )
         if kind is INSTANCE:
-            return self._guarded(("field", name, attr), self._field_parts(name, attr))
+            return self._guarded(("field", name, attr), lambda: self._field_parts(name, attr))
         return self.attribute(value, attr, qn)  # super(), library names: by the MRO
 
     def _declared_class_member(self, cls: str, attr: str) -> Values:
@@ -298,11 +293,11 @@ class Declared(ResolverBase):
         if scope.returns_annotation and scope.parent is not None:
             out |= self.annotation_values(scope.parent, scope.returns_annotation)
         if property_:
-            out |= self._guarded(("ret", fn), (self.declared(fn, r) for r in scope.returns))
+            out |= self._guarded(("ret", fn), lambda: (self.declared(fn, r) for r in scope.returns))
         return frozenset(out)
 
     def _declared_result(self, qn: str, index: int) -> Values:
-        return self._guarded(("call", qn, index), self._result_parts(qn, index))
+        return self._guarded(("call", qn, index), lambda: self._result_parts(qn, index))
 
     def _result_parts(self, qn: str, index: int) -> Iterable[Values]:
         site = self.p.scopes[qn].calls[index]

@@ -86,27 +86,23 @@ class Names(ResolverBase):
     def variable(self, scope_qn: str, name: str) -> Values:
         """Everything bound to ``name`` in ``scope_qn`` (flow-insensitive)."""
         key = (scope_qn, name)
-        memo = self.memo.variables.get(key)
-        if memo is not None:
-            return memo
-        in_progress = self.memo.in_progress
-        if key in in_progress:
-            return self.memo.cut()
-        in_progress.add(key)
+        found = self.memo.variables.get(key)
+        if found is not None:
+            return found
+        return self.memo.solve(
+            self.memo.variables, key, key, lambda: self._variable(scope_qn, name), EMPTY
+        )
+
+    def _variable(self, scope_qn: str, name: str) -> Values:
         out: set[Value] = set()
-        try:
-            for imp in self.p.imports.get(key, ()):
-                out |= self.import_value(imp)
-            for expr in self.p.assigns.get(key, ()):
-                if len(out) >= MAX_VALUES:
-                    break
-                out |= self.eval(scope_qn, expr)
-            self._unassigned_value(scope_qn, name, out)
-        finally:
-            in_progress.discard(key)
-        frozen = frozenset(out)
-        self.memo.variables[key] = frozen
-        return frozen
+        for imp in self.p.imports.get((scope_qn, name), ()):
+            out |= self.import_value(imp)
+        for expr in self.p.assigns.get((scope_qn, name), ()):
+            if len(out) >= MAX_VALUES:
+                break
+            out |= self.eval(scope_qn, expr)
+        self._unassigned_value(scope_qn, name, out)
+        return frozenset(out)
 
     def _unassigned_value(self, scope_qn: str, name: str, out: set[Value]) -> None:
         """Add to ``out`` what ``name`` holds in ``scope_qn`` besides its
@@ -134,30 +130,27 @@ class Names(ResolverBase):
         if reach is None:
             return self.lookup(qn, expr.name)
         key = (qn, expr.name, reach)
-        memo = self.memo.reaching.get(key)
-        if memo is not None:
-            return memo
-        in_progress = self.memo.in_progress
-        if key in in_progress:
-            return self.memo.cut()
-        in_progress.add(key)
+        found = self.memo.reaching.get(key)
+        if found is not None:
+            return found
+        return self.memo.solve(
+            self.memo.reaching, key, key, lambda: self._local_value(scope, expr.name, reach), EMPTY
+        )
+
+    def _local_value(self, scope: Scope, name: str, reach: tuple[int, ...]) -> Values:
+        qn = scope.qualname
         out: set[Value] = set()
         stored = self.p.stored[qn]
-        try:
-            for i in reach:
-                if len(out) >= MAX_VALUES:
-                    break
-                if i == ENTRY:
-                    out |= self._entry_value(scope, expr.name)
-                else:
-                    out |= self.eval(qn, stored[i])
-            for ann in self.p.annotations.get((qn, expr.name), ()):
-                out |= self.annotation_values(qn, ann)
-        finally:
-            in_progress.discard(key)
-        frozen = frozenset(out)
-        self.memo.reaching[key] = frozen
-        return frozen
+        for i in reach:
+            if len(out) >= MAX_VALUES:
+                break
+            if i == ENTRY:
+                out |= self._entry_value(scope, name)
+            else:
+                out |= self.eval(qn, stored[i])
+        for ann in self.p.annotations.get((qn, name), ()):
+            out |= self.annotation_values(qn, ann)
+        return frozenset(out)
 
     def stored_item(self, qn: str, expr: SubscriptExpr) -> Values | None:
         """``d["a"]`` read where every path stored the item since anything that
@@ -170,22 +163,18 @@ class Names(ResolverBase):
         if reach is None:
             return None
         key = (qn, "[]", reach)
-        memo = self.memo.reaching.get(key)
-        if memo is not None:
-            return memo
-        in_progress = self.memo.in_progress
-        if key in in_progress:
-            return self.memo.cut()
-        in_progress.add(key)
+        found = self.memo.reaching.get(key)
+        if found is not None:
+            return found
         stored = self.p.stored[qn]
-        out: set[Value] = set()
-        try:
+
+        def items() -> Values:
+            out: set[Value] = set()
             for i in reach:
                 out |= self.eval(qn, stored[i])
-        finally:
-            in_progress.discard(key)
-        frozen = self.memo.reaching[key] = frozenset(out)
-        return frozen
+            return frozenset(out)
+
+        return self.memo.solve(self.memo.reaching, key, key, items, EMPTY)
 
     def _entry_value(self, scope: Scope, name: str) -> set[Value]:
         """What a local holds before any assignment of it runs: its imports and

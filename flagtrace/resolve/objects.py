@@ -133,14 +133,14 @@ class Objects(ResolverBase):
         found = memo.attributes.get(key)
         if found is not None:
             return found
-        cuts = memo.cuts
-        out: set[Value] = set()
-        for base in ordered(self.eval(qn, expr.base)):
-            out |= self.attribute(base, expr.attr, qn)
-        frozen = frozenset(out)
-        if memo.cuts == cuts:
-            memo.attributes[key] = frozen
-        return frozen
+
+        def compute() -> Values:
+            out: set[Value] = set()
+            for base in ordered(self.eval(qn, expr.base)):
+                out |= self.attribute(base, expr.attr, qn)
+            return frozenset(out)
+
+        return memo.solve(memo.attributes, key, ("attr", *key), compute, EMPTY)
 
     def attribute(self, value: Value, attr: str, from_qn: str) -> Values:
         """``value.attr``."""
@@ -195,44 +195,45 @@ class Objects(ResolverBase):
         field of such instances, class members (methods bound, properties as
         what they return), annotations, or the library base's attribute."""
         key = (cls, attr)
-        memo = self.memo.fields.get(key)
-        if memo is not None:
-            return memo
-        busy = ("field", cls, attr)
-        in_progress = self.memo.in_progress
-        if busy in in_progress:
-            return self.memo.cut()
-        in_progress.add(busy)
+        found = self.memo.fields.get(key)
+        if found is not None:
+            return found
+        return self.memo.solve(
+            self.memo.fields,
+            key,
+            ("field", cls, attr),
+            lambda: self._instance_attribute(cls, attr),
+            EMPTY,
+        )
+
+    def _instance_attribute(self, cls: str, attr: str) -> Values:
         out: set[Value] = set()
-        try:
-            mro = self.mro(cls)
-            for scope_qn, value, ann in self._field_stores(mro, attr):
-                out |= self.eval(scope_qn, value)
-                if ann:
-                    out |= self.annotation_values(scope_qn, ann)
-            for v in ordered(self.class_attribute(cls, attr)):
-                if v[0] is FUNCTION:
-                    kinds = self.decorator_kinds(v[1])
-                    if DecoratorKind.STATICMETHOD in kinds:
-                        out.add(v)
-                    elif kinds & _PROPERTIES:
-                        out |= self.returns(v[1])
-                    else:
-                        out.add((FUNCTION, v[1], 1))
-                else:
+        mro = self.mro(cls)
+        for scope_qn, value, ann in self._field_stores(mro, attr):
+            out |= self.eval(scope_qn, value)
+            if ann:
+                out |= self.annotation_values(scope_qn, ann)
+        for v in ordered(self.class_attribute(cls, attr)):
+            if v[0] is FUNCTION:
+                kinds = self.decorator_kinds(v[1])
+                if DecoratorKind.STATICMETHOD in kinds:
                     out.add(v)
-            for owner in mro:
-                for ann in self.p.annotations.get((owner, attr), ()):
-                    out |= self.annotation_values(owner, ann)
-            if not out:
-                for ext in self.run_memo.external_bases.get(cls, ()):
-                    out.add((EXTERNAL, f"{ext}.{attr}", 0))
-                    break
-        finally:
-            in_progress.discard(busy)
-        frozen = frozenset(out)
-        self.memo.fields[key] = frozen
-        return frozen
+                elif kinds & _PROPERTIES:
+                    out |= self.returns(v[1])
+                else:
+                    out.add((FUNCTION, v[1], 1))
+            else:
+                out.add(v)
+        for owner in mro:
+            for ann in self.p.annotations.get((owner, attr), ()):
+                out |= self.annotation_values(owner, ann)
+        # a field none of ours binds: the library base's attribute
+        external = self.run_memo.external_bases.get(cls, ())
+        if external:
+            self.memo.if_empty(
+                ("field", cls, attr), out, frozenset({(EXTERNAL, f"{external[0]}.{attr}", 0)})
+            )
+        return frozenset(out)
 
     def _field_stores(self, mro: tuple[str, ...], attr: str) -> list[FieldStore]:
         """The stores ``base.attr = value`` whose base holds an instance of a
@@ -265,56 +266,56 @@ class Objects(ResolverBase):
         index = memo.fields_by_class.get(attr)
         if index is not None:
             return index
-        if attr in memo.indexing_fields:
+        busy = ("fields by class", attr)
+        if busy in memo.open:
             return None
-        memo.indexing_fields.add(attr)
-        try:
-            index = defaultdict(list)
+
+        def compute() -> dict[str, list[FieldStore]]:
+            index: dict[str, list[FieldStore]] = defaultdict(list)
             for scope_qn, base, value, ann in self.p.field_assigns.get(attr, ()):
                 store = (scope_qn, value, ann)
                 classes = {b[1] for b in self._field_base(scope_qn, base) if b[0] is INSTANCE}
                 for cls in sorted(classes):
                     index[cls].append(store)
-        finally:
-            memo.indexing_fields.discard(attr)
-        memo.fields_by_class[attr] = index
-        return index
+            return index
+
+        nothing: dict[str, list[FieldStore]] = {}
+        return memo.solve(memo.fields_by_class, attr, busy, compute, nothing)
 
     def _field_base(self, scope_qn: str, base: Expr) -> Values:
         key = (scope_qn, Same(base))
-        memo = self.memo.field_bases.get(key)
-        if memo is None:
-            memo = self.memo.field_bases[key] = self.eval(scope_qn, base)
-        return memo
+        found = self.memo.field_bases.get(key)
+        if found is not None:
+            return found
+        return self.memo.solve(
+            self.memo.field_bases,
+            key,
+            ("field base", *key),
+            lambda: self.eval(scope_qn, base),
+            EMPTY,
+        )
 
     # ------------------------------------------------------------ calls
 
     def returns(self, qn: str) -> Values:
         """What calling function ``qn`` returns (a generator function: its generator)."""
-        memo = self.memo.returns.get(qn)
-        if memo is not None:
-            return memo
-        key = ("ret", qn)
-        in_progress = self.memo.in_progress
-        if key in in_progress:
-            return self.memo.cut()
-        in_progress.add(key)
+        found = self.memo.returns.get(qn)
+        if found is not None:
+            return found
+        return self.memo.solve(self.memo.returns, qn, ("ret", qn), lambda: self._returns(qn), EMPTY)
+
+    def _returns(self, qn: str) -> Values:
         out: set[Value] = set()
-        try:
-            scope = self.p.scopes.get(qn)
-            if scope is not None:
-                if scope.is_generator:
-                    out.add((GENERATOR, qn, 0))
-                else:
-                    for r in scope.returns:
-                        out |= self.eval(qn, r)
-                if scope.returns_annotation and scope.parent is not None:
-                    out |= self.annotation_values(scope.parent, scope.returns_annotation)
-        finally:
-            in_progress.discard(key)
-        frozen = frozenset(out)
-        self.memo.returns[qn] = frozen
-        return frozen
+        scope = self.p.scopes.get(qn)
+        if scope is not None:
+            if scope.is_generator:
+                out.add((GENERATOR, qn, 0))
+            else:
+                for r in scope.returns:
+                    out |= self.eval(qn, r)
+            if scope.returns_annotation and scope.parent is not None:
+                out |= self.annotation_values(scope.parent, scope.returns_annotation)
+        return frozenset(out)
 
     def passthrough(self, fn: str) -> tuple[frozenset[str], tuple[Stored, ...]] | None:
         """The parameters ``fn`` returns unchanged (``return fun`` where only the
@@ -399,61 +400,60 @@ class Objects(ResolverBase):
     def call_result(self, qn: str, index: int) -> Values:
         """What call site ``index`` of scope ``qn`` returns."""
         key = (qn, index)
-        memo = self.memo.call_results.get(key)
-        if memo is not None:
-            return memo
-        busy = ("call", qn, index)
-        in_progress = self.memo.in_progress
-        if busy in in_progress:
-            return self.memo.cut()
-        in_progress.add(busy)
+        found = self.memo.call_results.get(key)
+        if found is not None:
+            return found
+        return self.memo.solve(
+            self.memo.call_results,
+            key,
+            ("call", qn, index),
+            lambda: self._call_result(qn, index),
+            EMPTY,
+        )
+
+    def _call_result(self, qn: str, index: int) -> Values:
         out: set[Value] = set()
-        try:
-            site = self.p.scopes[qn].calls[index]
-            targets, _ = self.callee_values(qn, index, site)
-            decorator = site.kind is CallKind.DECORATOR
-            for value, _res, _recv in targets:
-                kind, name, bound = value
-                if kind is FUNCTION:
-                    out |= self._returns_at(qn, site, name, bound)
-                elif kind is CLASS:
-                    out.add((INSTANCE, name, 0))
-                elif kind is INSTANCE:
-                    for _callee, _, _, fn in self.call_targets(value):
-                        if fn is not None:
-                            out |= self.returns(fn)
-                elif kind is EXTERNAL:
-                    if decorator and site.args:
-                        out |= self.eval(qn, site.args[0].value)
-                    elif looks_like_class(name):
-                        # an instance of a library class: ext.Cls().fun -> ext.Cls.fun
-                        out.add(value)
-                elif kind is BUILTIN:
-                    if name == "type" and len(site.args) == 1:  # ``type(self)``
-                        for v in ordered(self.eval(qn, site.args[0].value)):
-                            if v[0] is INSTANCE:
-                                out |= self.class_and_subclasses(v[1])
-                    elif name in PASSTHROUGH_BUILTINS and site.args:
-                        out |= self.eval(qn, site.args[0].value)
-                    elif name in ITER_BUILTINS and site.args:  # ``iter(g)`` is ``g``
-                        out |= _generators(self.eval(qn, site.args[0].value))
-            func = site.func
-            if isinstance(func, AttrExpr) and func.attr in CONTAINER_GETTERS:
-                args = [a.value for a in site.args]
-                out |= self._container_lookup(
-                    qn, func, args[0] if args else None, args[1] if len(args) > 1 else None
-                )
-            if isinstance(func, AttrExpr) and func.attr in ("__iter__", "__aiter__"):
-                # a generator is its own iterator: the ``__next__`` a ``for`` makes
-                # after this resumes it (``flagtrace.generators``)
-                out |= _generators(self.eval(qn, func.base))
-            if decorator and not targets and site.args:
-                out |= self.eval(qn, site.args[0].value)
-        finally:
-            in_progress.discard(busy)
-        frozen = frozenset(out)
-        self.memo.call_results[key] = frozen
-        return frozen
+        site = self.p.scopes[qn].calls[index]
+        targets, _ = self.callee_values(qn, index, site)
+        decorator = site.kind is CallKind.DECORATOR
+        for value, _res, _recv in targets:
+            kind, name, bound = value
+            if kind is FUNCTION:
+                out |= self._returns_at(qn, site, name, bound)
+            elif kind is CLASS:
+                out.add((INSTANCE, name, 0))
+            elif kind is INSTANCE:
+                for _callee, _, _, fn in self.call_targets(value):
+                    if fn is not None:
+                        out |= self.returns(fn)
+            elif kind is EXTERNAL:
+                if decorator and site.args:
+                    out |= self.eval(qn, site.args[0].value)
+                elif looks_like_class(name):
+                    # an instance of a library class: ext.Cls().fun -> ext.Cls.fun
+                    out.add(value)
+            elif kind is BUILTIN:
+                if name == "type" and len(site.args) == 1:  # ``type(self)``
+                    for v in ordered(self.eval(qn, site.args[0].value)):
+                        if v[0] is INSTANCE:
+                            out |= self.class_and_subclasses(v[1])
+                elif name in PASSTHROUGH_BUILTINS and site.args:
+                    out |= self.eval(qn, site.args[0].value)
+                elif name in ITER_BUILTINS and site.args:  # ``iter(g)`` is ``g``
+                    out |= _generators(self.eval(qn, site.args[0].value))
+        func = site.func
+        if isinstance(func, AttrExpr) and func.attr in CONTAINER_GETTERS:
+            args = [a.value for a in site.args]
+            out |= self._container_lookup(
+                qn, func, args[0] if args else None, args[1] if len(args) > 1 else None
+            )
+        if isinstance(func, AttrExpr) and func.attr in ("__iter__", "__aiter__"):
+            # a generator is its own iterator: the ``__next__`` a ``for`` makes
+            # after this resumes it (``flagtrace.generators``)
+            out |= _generators(self.eval(qn, func.base))
+        if decorator and not targets and site.args:
+            out |= self.eval(qn, site.args[0].value)
+        return frozenset(out)
 
     def class_and_subclasses(self, cls: str) -> Values:
         """What ``type(obj)`` or ``obj.__class__`` may be for an instance of ``cls``:
@@ -496,13 +496,14 @@ class Objects(ResolverBase):
         found = memo.container_values.get(origin)
         if found is not None:
             return found
-        out: set[Value] = set()
-        for values in contents.values():
-            out |= values
-        frozen = frozenset(out)
-        if origin not in memo.containers_filling:
-            memo.container_values[origin] = frozen
-        return frozen
+
+        def compute() -> Values:
+            out: set[Value] = set()
+            for values in self._container_contents(origin).values():
+                out |= values
+            return frozenset(out)
+
+        return memo.solve(memo.container_values, origin, ("items", origin), compute, EMPTY)
 
     def _items_of(self, containers: Values, key: str | None, reader: str | None) -> Values:
         """``container_items`` of every container in ``containers`` (container
@@ -522,35 +523,40 @@ class Objects(ResolverBase):
         found = memo.container_joins.get((containers, key))
         if found is not None:
             return found
-        out: set[Value] = set()
-        for c in ordered(containers):
-            out |= self.container_items(c[1], key)
-        frozen = frozenset(out)
-        filling = memo.containers_filling
-        if not filling or all(c[1] not in filling for c in containers):
-            memo.container_joins[(containers, key)] = frozen
-        return frozen
+
+        def compute() -> Values:
+            out: set[Value] = set()
+            for c in ordered(containers):
+                out |= self.container_items(c[1], key)
+            return frozenset(out)
+
+        join = (containers, key)
+        return memo.solve(memo.container_joins, join, ("join", join), compute, EMPTY)
 
     def _container_contents(self, origin: str) -> dict[str, set[Value]]:
-        memo = self.memo.container_contents.get(origin)
-        if memo is not None:
-            return memo
+        found = self.memo.container_contents.get(origin)
+        if found is not None:
+            return found
+        return self.memo.solve(
+            self.memo.container_contents,
+            origin,
+            ("contents", origin),
+            lambda: self._fill_contents(origin),
+            {},
+        )
+
+    def _fill_contents(self, origin: str) -> dict[str, set[Value]]:
+        """A display's items by key, and what the round's stores put into it."""
         contents: dict[str, set[Value]] = defaultdict(set)
-        self.memo.container_contents[origin] = contents
         qn, expr = self.run_memo.containers[origin]
         keys: tuple[Expr | None, ...] = (
             expr.keys if expr.keys else tuple(ConstExpr(str(i)) for i in range(len(expr.items)))
         )
         if expr.kind is ContainerKind.SET:
             keys = (None,) * len(expr.items)
-        filling = self.memo.containers_filling
-        filling.add(origin)
-        try:
-            for k, item in zip(keys, expr.items, strict=False):
-                slot = key_text(k) if k is not None else "*"
-                contents[slot or "*"] |= self.eval(qn, item)
-        finally:
-            filling.discard(origin)
+        for k, item in zip(keys, expr.items, strict=False):
+            slot = key_text(k) if k is not None else "*"
+            contents[slot or "*"] |= self.eval(qn, item)
         for key, values in self.memo.container_stores.get(origin, {}).items():
             contents[key] |= values
         return contents

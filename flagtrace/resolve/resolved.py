@@ -55,9 +55,10 @@ class ValueQuery:
         """Questions asked inside are answered as usual, but what resolution
         memoises to answer them is forgotten on exit.
 
-        Why: an answer that met a recursive lookup depends on what was memoised
-        before it was asked (``RoundMemo.in_progress``), so a stage that asks many
-        questions changes the later stages' answers. Pruning asks inside this:
+        Why: a few answers still depend on what was memoised before they were
+        asked (a component of lookups whose rules are not monotone, see
+        ``RoundMemo.solve``), so a stage that asks many questions could change
+        the later stages' answers. Pruning asks inside this:
         the flag stages then answer the same whether pruning ran in this process
         or its result was loaded (``flagtrace.program_store``)."""
         r = self._r

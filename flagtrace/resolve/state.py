@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import copy
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from flagtrace.model import (
     Approximation,
@@ -31,8 +32,9 @@ from flagtrace.model import (
     SubscriptExpr,
 )
 from flagtrace.resolve.program import Program, Stored
-from flagtrace.resolve.values import EMPTY, Same, Value, Values
+from flagtrace.resolve.values import Same, Value, Values
 
+T = TypeVar("T")
 #: a callee value, the layer that found it, and the receiver it was looked up on
 Target = tuple[Value, Resolution, Value | None]
 #: a field store ``base.attr = value``: (scope, value, annotation)
@@ -56,6 +58,14 @@ class BoundSelf:
 BOUND = BoundSelf()
 
 
+#: How many times a component of lookups that need each other is evaluated
+#: before its answers are taken as they stand (``RoundMemo.solve``). Answers
+#: only grow from one evaluation to the next where lookups are monotone, and
+#: then settle in a few; the limit is for the rest (a value cap, ``if not
+#: out`` fallbacks), counted in ``RoundMemo.unsettled``.
+MAX_EVALUATIONS = 12
+
+
 @dataclass(slots=True)
 class RoundMemo:
     """Answers valid for one round (parameter values may grow in the next)."""
@@ -75,33 +85,188 @@ class RoundMemo:
     #: container origin -> every value it holds, under any key: what iterating it
     #: yields (``Objects.container_items``). SGLang 0.5.23's registries hold
     #: hundreds of values, and the union made again at every read was half of its
-    #: last rounds. Only for contents complete (not in ``containers_filling``):
-    #: they no longer grow
+    #: last rounds
     container_values: dict[str, Values] = field(default_factory=dict)
     #: (container values, key or None) -> what ``container_items`` answers for
-    #: each of them, joined (``Objects._items_of``), on the same terms
+    #: each of them, joined (``Objects._items_of``)
     container_joins: dict[tuple[Values, str | None], Values] = field(default_factory=dict)
-    #: origins whose display is being evaluated (``Objects._container_contents``)
-    containers_filling: set[str] = field(default_factory=set)
     class_attributes: dict[tuple[str, str], Values] = field(default_factory=dict)
     external_dispatch: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
     fields_by_class: dict[str, dict[str, list[FieldStore]]] = field(default_factory=dict)
-    indexing_fields: set[str] = field(default_factory=set)
     #: declared-only values (``resolve.declared``), asked after the last round
     declared: dict[object, Values] = field(default_factory=dict)
-    #: lookups under way: a lookup that meets itself answers "nothing" (see
-    #: ``values.ordered`` for why the order of visits is fixed)
-    in_progress: set[object] = field(default_factory=set)
-    #: how many lookups have met themselves so far this round (``cut``): an answer
-    #: computed while this did not move is complete, and may be memoised
-    cuts: int = 0
-    #: ``base.attr`` by (scope, the stored expression: ``Same``), complete answers only
+    #: ``base.attr`` by (scope, the stored expression: ``Same``)
     attributes: dict[tuple[str, Same], Values] = field(default_factory=dict)
 
-    def cut(self) -> Values:
-        """Answer for a lookup that met itself: nothing, counted."""
-        self.cuts += 1
-        return EMPTY
+    # -- the lookups under way (``solve``)
+
+    #: lookup under way -> its position on the stack of lookups under way
+    open: dict[object, int] = field(default_factory=dict)
+    #: per position: the lowest position of a lookup under way whose answer
+    #: (unfinished) the lookup there has read, itself or through another
+    lows: list[int] = field(default_factory=list)
+    #: per position: whether a lookup above read the unfinished answer there
+    closed: list[bool] = field(default_factory=list)
+    #: per position: the finished lookups of the component that position heads
+    #: so far, with where their answers go once the component is solved
+    members: list[dict[object, tuple[dict[Any, Any], object]]] = field(default_factory=list)
+    #: a component's current answers, while it is being solved
+    tentative: dict[object, Any] = field(default_factory=dict)
+    #: a finished lookup of a component being solved, evaluated in its current
+    #: evaluation -> the position of the lookup its component hangs from
+    member_at: dict[object, int] = field(default_factory=dict)
+    #: how many tentative answers have changed (``solve`` compares before/after)
+    changes: int = 0
+    #: how many times a lookup met itself, and how many components were
+    #: solved; components left at ``MAX_EVALUATIONS`` without settling
+    cuts: int = 0
+    components: int = 0
+    unsettled: int = 0
+    #: a lookup of a component being solved -> the values a rule adds only
+    #: when it found nothing else (``if_empty``), held back until the
+    #: component is solved without them
+    deferred: dict[object, Values] = field(default_factory=dict)
+    #: a lookup of a component being solved -> the held-back values it takes
+    #: whatever else it finds, once the component was solved without them
+    forced: dict[object, Values] = field(default_factory=dict)
+
+    def solve(
+        self,
+        table: dict[Any, Any],
+        key: object,
+        busy: object,
+        compute: Callable[[], T],
+        empty: T,
+    ) -> T:
+        """``compute()``, memoised in ``table[key]`` once it no longer depends
+        on a lookup under way; ``busy`` names the lookup while it is under way.
+
+        Why: lookups can need each other (``x = f(x)``, a recursive function's
+        return, two fields stored from each other). A lookup that meets one
+        under way reads that one's current answer (at first nothing); the
+        lookups that did so, up to the lowest one they met (a strongly
+        connected component, found as Tarjan's algorithm finds them), are
+        evaluated again with the answers of the last evaluation, until no
+        answer changes, and only then memoised. The answers are then the least
+        solution of the component's equations (where lookups are monotone),
+        whichever lookup of it was asked first: resolving the sites in another
+        order gives the same call graph (``tests/test_cycles.py``)."""
+        at = self.open.get(busy)
+        if at is not None:  # met itself: its current answer
+            self.cuts += 1
+            self.closed[at] = True
+            if at < self.lows[-1]:
+                self.lows[-1] = at
+            return self.tentative.get(busy, empty)  # type: ignore[no-any-return]
+        at = self.member_at.get(busy)
+        if at is not None:  # finished in this evaluation of its component
+            if at < self.lows[-1]:
+                self.lows[-1] = at
+            return self.tentative[busy]  # type: ignore[no-any-return]
+        here = len(self.lows)
+        self.open[busy] = here
+        self.lows.append(here)
+        self.closed.append(False)
+        self.members.append({})
+        changes_before = self.changes
+        evaluations = 0
+        try:
+            while True:
+                changes = self.changes
+                value = compute()
+                if self.lows[here] < here or not self.closed[here]:
+                    break
+                # this lookup heads a component: settled when nothing changed
+                evaluations += 1
+                previous = self.tentative.get(busy, empty)
+                if self.changes == changes and value == previous:
+                    if not self._force_deferred(busy, value, self.members[here]):
+                        self.components += 1
+                        break
+                if evaluations >= MAX_EVALUATIONS:
+                    self.unsettled += 1
+                    break
+                self.tentative[busy] = value
+                for member in self.members[here]:
+                    self.member_at.pop(member, None)
+                self.closed[here] = False
+        finally:
+            del self.open[busy]
+            low = self.lows.pop()
+            self.closed.pop()
+            members = self.members.pop()
+        if low < here:  # a member of a component headed further down
+            previous = self.tentative.get(busy, empty)
+            if value != previous:
+                self.changes += 1
+            self.tentative[busy] = value
+            self.member_at[busy] = low
+            joined = self.members[low]
+            joined[busy] = (table, key)
+            for member, where in members.items():
+                joined[member] = where
+                if member in self.member_at:
+                    self.member_at[member] = low
+            if low < self.lows[-1]:
+                self.lows[-1] = low
+            return value
+        # final: this answer and its component's
+        table[key] = value
+        for member, (member_table, member_key) in members.items():
+            answer = self.tentative.pop(member, None)
+            if self.member_at.pop(member, None) is not None:
+                member_table[member_key] = answer
+            self.deferred.pop(member, None)
+            self.forced.pop(member, None)
+        self.tentative.pop(busy, None)
+        self.deferred.pop(busy, None)
+        self.forced.pop(busy, None)
+        self.changes = changes_before
+        return value
+
+    def if_empty(self, busy: object, out: set[Value], fallback: Values) -> None:
+        """Add ``fallback`` to ``out`` (the answer of lookup ``busy``, under
+        way) if ``out`` is empty.
+
+        Why not simply so: the rule is not monotone (more found elsewhere can
+        make ``out`` non-empty and drop ``fallback``), so inside a component
+        where it would decide on answers not final yet, the component could
+        settle on different answers depending on the lookup it was entered
+        at. There the fallback is held back: the component is solved without
+        any, then the lookups it left empty all take theirs (``forced``), and
+        it is solved again (``_force_deferred``). Outside a component ``out``
+        is final, and the rule applies as written."""
+        forced = self.forced.get(busy)
+        if forced is not None:
+            out |= forced
+            return
+        if out or not fallback:
+            return
+        here = len(self.lows) - 1
+        if self.lows[here] < here or self.closed[here]:
+            self.deferred[busy] = fallback
+            return
+        out |= fallback
+
+    def _force_deferred(
+        self, head: object, value: object, members: dict[object, tuple[dict[Any, Any], object]]
+    ) -> bool:
+        """A component settled: let every lookup of it that is empty and held a
+        fallback back take it (``if_empty``); True if any did (solve again)."""
+        if not self.deferred:
+            return False
+        found = False
+        for lookup in (head, *members):
+            fallback = self.deferred.get(lookup)
+            if fallback is None or lookup in self.forced:
+                continue
+            answer = value if lookup is head else self.tentative.get(lookup)
+            if lookup is not head and lookup not in self.member_at:
+                continue  # not evaluated in the last evaluation: not of the component now
+            if not answer:
+                self.forced[lookup] = fallback
+                found = True
+        return found
 
     def copy(self) -> RoundMemo:
         """A memo that answers as this one and records what it learns on its own:
@@ -111,7 +276,7 @@ class RoundMemo:
         other = copy.copy(self)
         for name in self.__dataclass_fields__:
             value = getattr(self, name)
-            if isinstance(value, dict | set):
+            if isinstance(value, dict | set | list):
                 setattr(other, name, value.copy())
         return other
 

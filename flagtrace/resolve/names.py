@@ -101,6 +101,10 @@ class Names(ResolverBase):
             if len(out) >= MAX_VALUES:
                 break
             out |= self.eval(scope_qn, expr)
+        for function, expr in self.p.global_assigns.get((scope_qn, name), ()):
+            if len(out) >= MAX_VALUES:
+                break
+            out |= self.eval(function, expr)
         self._unassigned_value(scope_qn, name, out)
         return frozenset(out)
 
@@ -250,6 +254,7 @@ class Names(ResolverBase):
                 if (
                     name in self.p.locals[scope.qualname]
                     or (scope.qualname, name) in self.p.imports
+                    or (scope.qualname, name) in self.p.global_assigns
                 ):
                     return scope.qualname
                 for star_module in self.p.star_imports.get(scope.qualname, ()):

@@ -16,6 +16,7 @@ from flagtrace.model import (
     Import,
     ImportKind,
     ModuleSummary,
+    NameExpr,
     Scope,
     ScopeKind,
 )
@@ -41,6 +42,10 @@ class Program:
         self.param_names: dict[str, frozenset[str]] = {}
         self.module_of: dict[str, str] = {}
         self.assigns: dict[tuple[str, str], list[Stored]] = defaultdict(list)
+        # (module, name) -> (function, value) for ``global name; name = value``
+        # in a function: the module's variable holds that value too, evaluated
+        # in the function that stores it
+        self.global_assigns: dict[tuple[str, str], list[tuple[str, Stored]]] = defaultdict(list)
         # per scope, what each of its assignments stores, by index (``Scope.reaching``)
         self.stored: dict[str, list[Stored]] = {}
         self.annotations: dict[tuple[str, str], list[str]] = defaultdict(list)
@@ -56,6 +61,10 @@ class Program:
         self.container_stores: list[tuple[str, Expr, str | None, Stored]] = []
         # attribute name -> scopes with a call through it (``self.runner.replay()``)
         self.attr_users: dict[str, set[str]] = defaultdict(set)
+        # name -> scopes with a call through a name of that spelling
+        # (``_handler()``, ``_handler.run()``): resolved again when a function
+        # that rebinds a global of that name gains parameter values
+        self.name_users: dict[str, set[str]] = defaultdict(set)
         self.packages: set[str] = set()
         for summary in summaries:
             self._add(summary)
@@ -80,6 +89,8 @@ class Program:
             stored.append(value)
             if t.name is not None:
                 self.assigns[(qn, t.name)].append(value)
+                if t.name in scope.globals_declared:
+                    self.global_assigns[(module, t.name)].append((qn, value))
                 if a.annotation:
                     self.annotations[(qn, t.name)].append(a.annotation)
             elif t.attr is not None and t.base is not None:
@@ -92,6 +103,8 @@ class Program:
             while isinstance(base, AttrExpr):
                 self.attr_users[base.attr].add(qn)
                 base = base.base
+            if isinstance(base, NameExpr):
+                self.name_users[base.name].add(qn)
             if isinstance(func, AttrExpr) and func.attr in CONTAINER_ADDERS and site.args:
                 self._add_container_call(qn, func, [a.value for a in site.args])
         for imp in scope.imports:

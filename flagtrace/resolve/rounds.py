@@ -190,4 +190,13 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
         attrs = {a.target.attr for qn in changed for a in p.scopes[qn].assignments if a.target.attr}
         for attr in attrs:
             out.update(p.attr_users.get(attr, ()))
+        # ``global handler; handler = param``: the calls through that global
+        rebound = {
+            a.target.name
+            for qn in changed
+            for a in p.scopes[qn].assignments
+            if a.target.name is not None and a.target.name in p.scopes[qn].globals_declared
+        }
+        for name in sorted(rebound):
+            out.update(p.name_users.get(name, ()))
         return sorted(qn for qn in out if qn in p.scopes)

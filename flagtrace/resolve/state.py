@@ -151,49 +151,36 @@ class RoundMemo:
         solution of the component's equations (where lookups are monotone),
         whichever lookup of it was asked first: resolving the sites in another
         order gives the same call graph (``tests/test_cycles.py``)."""
-        at = self.open.get(busy)
+        opened = self.open
+        lows = self.lows
+        at = opened.get(busy)
         if at is not None:  # met itself: its current answer
             self.cuts += 1
             self.closed[at] = True
-            if at < self.lows[-1]:
-                self.lows[-1] = at
+            if at < lows[-1]:
+                lows[-1] = at
             return self.tentative.get(busy, empty)  # type: ignore[no-any-return]
-        at = self.member_at.get(busy)
-        if at is not None:  # finished in this evaluation of its component
-            if at < self.lows[-1]:
-                self.lows[-1] = at
-            return self.tentative[busy]  # type: ignore[no-any-return]
-        here = len(self.lows)
-        self.open[busy] = here
-        self.lows.append(here)
-        self.closed.append(False)
+        if self.member_at:
+            at = self.member_at.get(busy)
+            if at is not None:  # finished in this evaluation of its component
+                if at < lows[-1]:
+                    lows[-1] = at
+                return self.tentative[busy]  # type: ignore[no-any-return]
+        here = len(lows)
+        opened[busy] = here
+        lows.append(here)
+        closed = self.closed
+        closed.append(False)
         self.members.append({})
         changes_before = self.changes
-        evaluations = 0
         try:
-            while True:
-                changes = self.changes
-                value = compute()
-                if self.lows[here] < here or not self.closed[here]:
-                    break
-                # this lookup heads a component: settled when nothing changed
-                evaluations += 1
-                previous = self.tentative.get(busy, empty)
-                if self.changes == changes and value == previous:
-                    if not self._force_deferred(busy, value, self.members[here]):
-                        self.components += 1
-                        break
-                if evaluations >= MAX_EVALUATIONS:
-                    self.unsettled += 1
-                    break
-                self.tentative[busy] = value
-                for member in self.members[here]:
-                    self.member_at.pop(member, None)
-                self.closed[here] = False
+            value = compute()
+            if closed[here] and lows[here] == here:  # heads a component
+                value = self._settle(busy, here, value, changes_before, compute, empty)
         finally:
-            del self.open[busy]
-            low = self.lows.pop()
-            self.closed.pop()
+            del opened[busy]
+            low = lows.pop()
+            closed.pop()
             members = self.members.pop()
         if low < here:  # a member of a component headed further down
             previous = self.tentative.get(busy, empty)
@@ -207,22 +194,57 @@ class RoundMemo:
                 joined[member] = where
                 if member in self.member_at:
                     self.member_at[member] = low
-            if low < self.lows[-1]:
-                self.lows[-1] = low
+            if low < lows[-1]:
+                lows[-1] = low
             return value
         # final: this answer and its component's
         table[key] = value
-        for member, (member_table, member_key) in members.items():
-            answer = self.tentative.pop(member, None)
-            if self.member_at.pop(member, None) is not None:
-                member_table[member_key] = answer
-            self.deferred.pop(member, None)
-            self.forced.pop(member, None)
-        self.tentative.pop(busy, None)
-        self.deferred.pop(busy, None)
-        self.forced.pop(busy, None)
+        if members:
+            for member, (member_table, member_key) in members.items():
+                answer = self.tentative.pop(member, None)
+                if self.member_at.pop(member, None) is not None:
+                    member_table[member_key] = answer
+                self.deferred.pop(member, None)
+                self.forced.pop(member, None)
+        if self.tentative:
+            self.tentative.pop(busy, None)
+        if self.deferred:
+            self.deferred.pop(busy, None)
+            self.forced.pop(busy, None)
         self.changes = changes_before
         return value
+
+    def _settle(
+        self,
+        busy: object,
+        here: int,
+        value: T,
+        changes: int,
+        compute: Callable[[], T],
+        empty: T,
+    ) -> T:
+        """Evaluate the component headed at position ``here`` again until no
+        answer in it changes (``solve``); ``value`` is its first evaluation's,
+        ``changes`` the count of changed answers before it."""
+        evaluations = 1
+        while True:
+            previous = self.tentative.get(busy, empty)
+            if self.changes == changes and value == previous:
+                if not self._force_deferred(busy, value, self.members[here]):
+                    self.components += 1
+                    return value
+            if evaluations >= MAX_EVALUATIONS:
+                self.unsettled += 1
+                return value
+            self.tentative[busy] = value
+            for member in self.members[here]:
+                self.member_at.pop(member, None)
+            self.closed[here] = False
+            changes = self.changes
+            value = compute()
+            evaluations += 1
+            if self.lows[here] < here or not self.closed[here]:
+                return value
 
     def if_empty(self, busy: object, out: set[Value], fallback: Values) -> None:
         """Add ``fallback`` to ``out`` (the answer of lookup ``busy``, under

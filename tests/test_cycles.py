@@ -12,10 +12,7 @@ resolve the same programs with the scopes of every round in other orders
 
 from __future__ import annotations
 
-import json
 import random
-import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,6 +20,7 @@ import pytest
 
 from flagtrace.api import load_project
 from flagtrace.resolve import Program, Resolver
+from tests.real_runs import calls_made
 from tests.registry import REPO
 
 if TYPE_CHECKING:
@@ -123,32 +121,21 @@ def use_b():
 """
 
 
-#: runs the program for real (our own generated code, never the analysed
-#: projects') and prints which functions each ``use_*`` called
-_TRACE = """
-import json, sys
-sys.path.insert(0, sys.argv[1])
-calls = set()
-def profile(frame, event, arg):
-    if event == "call" and frame.f_back is not None:
-        calls.add((frame.f_back.f_code.co_name, frame.f_code.co_name))
+#: after ``swap`` the fields hold each other's function
+_SWAP_AND_CALL = """
 import pkg.a as a
 box = a.Box()
 box.swap()
-sys.setprofile(profile)
+traced()
 box.use_a()
 box.use_b()
-sys.setprofile(None)
-print(json.dumps(sorted(calls)))
+untraced()
 """
 
 
 def test_the_swapped_fields_call_what_a_real_run_calls(tmp_path: Path) -> None:
     package = _package(tmp_path, _SWAPPED_FIELDS)
-    done = subprocess.run(
-        [sys.executable, "-c", _TRACE, str(tmp_path)], capture_output=True, text=True, check=True
-    )
-    observed = {tuple(pair) for pair in json.loads(done.stdout)}
+    observed = calls_made(tmp_path, _SWAP_AND_CALL)
     assert ("use_b", "fa") in observed  # after swap, ``b`` holds ``fa``
     for order in ORDERS:
         callees, _ = _resolved(package, order)

@@ -9,13 +9,11 @@ same programs (our own generated code, run in a fresh interpreter).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 from flagtrace.api import load_project
 from flagtrace.resolve import Program, Resolver
+from tests.real_runs import calls_made
 
 _SOURCE = """\
 def fa():
@@ -56,22 +54,15 @@ def run():
     _handler()
 """
 
-#: runs every setter, then every reader, and prints (caller, callee) pairs
-_TRACE = """
-import json, sys
-sys.path.insert(0, sys.argv[1])
-calls = set()
-def profile(frame, event, arg):
-    if event == "call" and frame.f_back is not None:
-        calls.add((frame.f_back.f_code.co_name, frame.f_code.co_name))
+#: runs every setter, then every reader
+_SET_THEN_READ = """
 import pkg.a as a
 a.switch()
 a.install()
-sys.setprofile(profile)
+traced()
 a.use_current()
 a.run()
-sys.setprofile(None)
-print(json.dumps(sorted(calls)))
+untraced()
 """
 
 
@@ -91,10 +82,7 @@ def test_calls_through_a_rebound_global_reach_what_a_real_run_calls(tmp_path: Pa
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "a.py").write_text(_SOURCE)
-    done = subprocess.run(
-        [sys.executable, "-c", _TRACE, str(tmp_path)], capture_output=True, text=True, check=True
-    )
-    observed = {tuple(pair) for pair in json.loads(done.stdout)}
+    observed = calls_made(tmp_path, _SET_THEN_READ)
     assert ("use_current", "fb") in observed
     assert ("run", "fc") in observed
 

@@ -6,11 +6,10 @@ join of several containers' items (``RoundMemo.container_values``,
 joins made again at every read were half of the last two rounds. A memo that
 answers for a container still being filled would answer with part of it; one
 that skipped recording a reader would leave a registry's readers unresolved when
-a later round stores more into it. ``Afresh`` below is resolution as it was before
-(every read joins again; iteration visits containers in sorted order among the
-other values), and every fixture, generated programs and SGLang must resolve the
-same with and without the memo: callees, parameter values, container readers and
-the tables a stored program keeps.
+a later round stores more into it. ``Afresh`` below is resolution with those two
+tables keeping nothing (every read joins again), and every fixture, generated
+programs and SGLang must resolve the same with and without the memo: callees,
+parameter values, container readers and the tables a stored program keeps.
 """
 
 from __future__ import annotations
@@ -25,13 +24,7 @@ from flagtrace.memory import gc_paused
 from flagtrace.resolve import Program, Resolver
 from flagtrace.resolve.rounds import KEPT_ANSWERS
 from flagtrace.resolve.values import (
-    CONTAINER,
-    FUNCTION,
-    GENERATOR,
-    INSTANCE,
-    Value,
     Values,
-    ordered,
 )
 from tests.flag_cases import CASES
 from tests.registry import REPO
@@ -43,48 +36,23 @@ if TYPE_CHECKING:
 SCAN_CASES = sorted((REPO / "fixtures" / "scan").glob("*/case.json"))
 
 
+class _Forgetful(dict[Any, Any]):
+    """A memo table that keeps nothing: every read is made again."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
+
+
 class Afresh(Resolver):
-    """Resolution with every container read made again: the reference."""
+    """Resolution with every container read made again: the reference. The same
+    code and the same lookups (so cycles of lookups are solved through the same
+    ones, ``RoundMemo.solve``), but the round's tables of container values and
+    joins keep nothing."""
 
-    def container_items(self, origin: str, key: str | None, reader: str | None = None) -> Values:
-        if reader is not None:
-            self.container_readers[origin].add(reader)
-        contents = self._container_contents(origin)
-        if key is None or key not in contents:
-            out: set[Value] = set()
-            for values in contents.values():
-                out |= values
-            return frozenset(out)
-        return frozenset(contents[key] | contents.get("*", set()))
-
-    def _items_of(self, containers: Values, key: str | None, reader: str | None) -> Values:
-        out: set[Value] = set()
-        for c in ordered(containers):
-            out |= self.container_items(c[1], key, reader)
-        return frozenset(out)
-
-    def _elements(self, values: set[Value], reader: str | None = None) -> set[Value]:
-        out: set[Value] = set()
-        for v in ordered(values):
-            kind, name, _ = v
-            if kind is CONTAINER:
-                out |= self.container_items(name, None, reader)
-            elif kind is GENERATOR:
-                out |= self.generator_values(name)
-            elif kind is INSTANCE:
-                for it in ordered(self.class_attribute(name, "__iter__")):
-                    if it[0] is not FUNCTION:
-                        continue
-                    for obj in ordered(self.returns(it[1])):
-                        if obj[0] is INSTANCE:
-                            for nxt in ordered(self.class_attribute(obj[1], "__next__")):
-                                if nxt[0] is FUNCTION:
-                                    out |= self.returns(nxt[1])
-                        elif obj[0] is GENERATOR:
-                            out |= self.generator_values(obj[1])
-            else:
-                out.add(v)
-        return out
+    def _one_round(self, scopes: list[str] | None) -> set[str]:
+        self.memo.container_values = _Forgetful()
+        self.memo.container_joins = _Forgetful()
+        return super()._one_round(scopes)
 
 
 def outcome(resolver: Resolver) -> dict[str, Any]:

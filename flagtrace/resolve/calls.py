@@ -93,6 +93,7 @@ def _rank(callee: Callee) -> tuple[int, bool]:
 
 
 #: what a callee expression answers while it is cut (``RoundMemo.solve``)
+_NOTHING_RESUMED: frozenset[str] = frozenset()
 _NO_TARGETS: tuple[list[Target], str | None] = ([], None)
 
 
@@ -196,6 +197,8 @@ class Calls(ResolverBase):
         ):
             for arg in site.args:
                 values.update(self.eval(qn, arg.value))
+        if not values:
+            return _NOTHING_RESUMED  # one object: each site's result is kept between rounds
         return frozenset(name for kind, name, _ in values if kind is GENERATOR)
 
     # ------------------------------------------------------------ approximations
@@ -352,6 +355,7 @@ class Calls(ResolverBase):
         key = (qn, index)
         found = self.memo.callee_values.get(key)
         if found is not None:
+            self.memo.note(("callee", qn, index), found)
             return found
         return self.memo.solve(
             self.memo.callee_values,

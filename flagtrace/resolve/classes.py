@@ -56,6 +56,7 @@ class ClassModel(ResolverBase):
         key = (cls, attr)
         found = self.memo.class_attributes.get(key)
         if found is not None:
+            self.memo.note(("class attribute", *key), found)
             return found
 
         def compute() -> Values:
@@ -82,6 +83,7 @@ class ClassModel(ResolverBase):
         key = (dotted, attr)
         found = self.memo.external_dispatch.get(key)
         if found is not None:
+            self.memo.note(("external dispatch", *key), found)
             return found
         return self.memo.solve(
             self.memo.external_dispatch,

@@ -167,6 +167,7 @@ class Declared(ResolverBase):
         memo = self.memo.declared
         found = memo.get(key)
         if found is not None:
+            self.memo.note(("declared", key), found)
             return found
 
         def compute() -> Values:

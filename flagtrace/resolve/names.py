@@ -19,7 +19,7 @@ from flagtrace.model import (
     ScopeKind,
     SubscriptExpr,
 )
-from flagtrace.resolve.state import ResolverBase
+from flagtrace.resolve.state import PARAM, ResolverBase
 from flagtrace.resolve.values import (
     BUILTIN,
     BUILTINS,
@@ -88,6 +88,7 @@ class Names(ResolverBase):
         key = (scope_qn, name)
         found = self.memo.variables.get(key)
         if found is not None:
+            self.memo.note(key, found)
             return found
         return self.memo.solve(
             self.memo.variables, key, key, lambda: self._variable(scope_qn, name), EMPTY
@@ -136,6 +137,7 @@ class Names(ResolverBase):
         key = (qn, expr.name, reach)
         found = self.memo.reaching.get(key)
         if found is not None:
+            self.memo.note(key, found)
             return found
         return self.memo.solve(
             self.memo.reaching, key, key, lambda: self._local_value(scope, expr.name, reach), EMPTY
@@ -169,6 +171,7 @@ class Names(ResolverBase):
         key = (qn, "[]", reach)
         found = self.memo.reaching.get(key)
         if found is not None:
+            self.memo.note(key, found)
             return found
         stored = self.p.stored[qn]
 
@@ -213,7 +216,9 @@ class Names(ResolverBase):
         for i, p in enumerate(scope.params):
             if p.name != name:
                 continue
-            out |= self.param_values.get((scope.qualname, name), set())
+            bound = self.param_values.get((scope.qualname, name), set())
+            self.memo.note((PARAM, scope.qualname, name), len(bound))
+            out |= bound
             if p.annotation:
                 out |= self.annotation_values(scope.parent or scope.qualname, p.annotation)
             if p.default is not None and scope.parent is not None:

@@ -26,7 +26,7 @@ from flagtrace.model import (
     SuperExpr,
 )
 from flagtrace.resolve.program import Stored
-from flagtrace.resolve.state import FieldStore, ResolverBase
+from flagtrace.resolve.state import STORES, FieldStore, ResolverBase
 from flagtrace.resolve.values import (
     BUILTIN,
     CLASS,
@@ -132,6 +132,7 @@ class Objects(ResolverBase):
         key = (qn, Same(expr))
         found = memo.attributes.get(key)
         if found is not None:
+            memo.note(("attr", *key), found)
             return found
 
         def compute() -> Values:
@@ -197,6 +198,7 @@ class Objects(ResolverBase):
         key = (cls, attr)
         found = self.memo.fields.get(key)
         if found is not None:
+            self.memo.note(("field", cls, attr), found)
             return found
         return self.memo.solve(
             self.memo.fields,
@@ -264,10 +266,12 @@ class Objects(ResolverBase):
         while it is being built (a base that reads the same attribute)."""
         memo = self.memo
         index = memo.fields_by_class.get(attr)
-        if index is not None:
-            return index
         busy = ("fields by class", attr)
+        if index is not None:
+            memo.note(busy, index)
+            return index
         if busy in memo.open:
+            memo.taint()
             return None
 
         def compute() -> dict[str, list[FieldStore]]:
@@ -286,6 +290,7 @@ class Objects(ResolverBase):
         key = (scope_qn, Same(base))
         found = self.memo.field_bases.get(key)
         if found is not None:
+            self.memo.note(("field base", *key), found)
             return found
         return self.memo.solve(
             self.memo.field_bases,
@@ -301,6 +306,7 @@ class Objects(ResolverBase):
         """What calling function ``qn`` returns (a generator function: its generator)."""
         found = self.memo.returns.get(qn)
         if found is not None:
+            self.memo.note(("ret", qn), found)
             return found
         return self.memo.solve(self.memo.returns, qn, ("ret", qn), lambda: self._returns(qn), EMPTY)
 
@@ -402,6 +408,7 @@ class Objects(ResolverBase):
         key = (qn, index)
         found = self.memo.call_results.get(key)
         if found is not None:
+            self.memo.note(("call", qn, index), found)
             return found
         return self.memo.solve(
             self.memo.call_results,
@@ -495,6 +502,7 @@ class Objects(ResolverBase):
         memo = self.memo
         found = memo.container_values.get(origin)
         if found is not None:
+            memo.note(("items", origin), found)
             return found
 
         def compute() -> Values:
@@ -522,6 +530,7 @@ class Objects(ResolverBase):
         memo = self.memo
         found = memo.container_joins.get((containers, key))
         if found is not None:
+            memo.note(("join", (containers, key)), found)
             return found
 
         def compute() -> Values:
@@ -536,6 +545,7 @@ class Objects(ResolverBase):
     def _container_contents(self, origin: str) -> dict[str, set[Value]]:
         found = self.memo.container_contents.get(origin)
         if found is not None:
+            self.memo.note(("contents", origin), found)
             return found
         return self.memo.solve(
             self.memo.container_contents,
@@ -557,6 +567,7 @@ class Objects(ResolverBase):
         for k, item in zip(keys, expr.items, strict=False):
             slot = key_text(k) if k is not None else "*"
             contents[slot or "*"] |= self.eval(qn, item)
+        self.memo.note((STORES, origin), self.memo.store_versions.get(origin, 0))
         for key, values in self.memo.container_stores.get(origin, {}).items():
             contents[key] |= values
         return contents

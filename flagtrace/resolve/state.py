@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -64,6 +64,31 @@ BOUND = BoundSelf()
 #: then settle in a few; the limit is for the rest (a value cap, ``if not
 #: out`` fallbacks), counted in ``RoundMemo.unsettled``.
 MAX_EVALUATIONS = 12
+
+
+class _Marker:
+    """A tag no lookup key can equal (``RoundMemo.note``)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+#: what a lookup read that is not another lookup: a parameter's values
+#: (``(PARAM, function, name)``, seen as their number: they only grow) and the
+#: stores of a round into a container (``(STORES, origin)``, seen as a version)
+PARAM = _Marker("PARAM")
+STORES = _Marker("STORES")
+#: ``RoundMemo.current``: no answer without computing it
+RED = _Marker("RED")
+#: a lookup's record (``RoundMemo.records``): what it read (a taint flag, then
+#: pairs of a lookup or base read and the answer seen), its answer, and the
+#: round it last held in (negated: the round it was found not to hold in)
+Record = list[Any]
 
 
 @dataclass(slots=True)
@@ -130,6 +155,28 @@ class RoundMemo:
     #: whatever else it finds, once the component was solved without them
     forced: dict[object, Values] = field(default_factory=dict)
 
+    # -- what each lookup read, kept from one round to the next (``current``)
+
+    #: whether lookups record what they read (the rounds; not the value
+    #: questions of the flag stages)
+    recording: bool = False
+    #: this round's number, and the records of the rounds so far, shared
+    records: dict[object, Record] = field(default_factory=dict)
+    round: int = 0
+    #: per lookup under way (and per call site being resolved): a taint flag
+    #: (read a lookup under way outside ``solve``), then pairs of what it read
+    frames: list[list[Any]] = field(default_factory=list)
+    #: the resolver's parameter values, and each container origin's version of
+    #: stores (bumped by a round whose stores into it differ from the last one's)
+    params: dict[tuple[str, str], set[Value]] = field(default_factory=dict)
+    store_versions: dict[str, int] = field(default_factory=dict)
+    #: the recorded lookups of the tables ``Resolver.settle`` keeps (variables,
+    #: reaching definitions, fields): lookup -> (its table, its key), shared
+    kept: dict[object, tuple[str, object]] = field(default_factory=dict)
+    #: answers taken from an earlier round's record, and computed
+    reused: int = 0
+    computed: int = 0
+
     def solve(
         self,
         table: dict[Any, Any],
@@ -166,6 +213,17 @@ class RoundMemo:
                 if at < lows[-1]:
                     lows[-1] = at
                 return self.tentative[busy]  # type: ignore[no-any-return]
+        frames = self.frames
+        if self.recording:
+            held = self.current(busy)
+            if held is not RED:  # what it read answers as it did: its answer holds
+                self.reused += 1
+                table[key] = held
+                if frames:
+                    frames[-1] += (busy, held)
+                return held  # type: ignore[return-value]
+            self.computed += 1
+            frames.append([False])
         here = len(lows)
         opened[busy] = here
         lows.append(here)
@@ -175,13 +233,30 @@ class RoundMemo:
         changes_before = self.changes
         try:
             value = compute()
-            if closed[here] and lows[here] == here:  # heads a component
+            settled = closed[here]
+            if settled and lows[here] == here:  # heads a component
                 value = self._settle(busy, here, value, changes_before, compute, empty)
         finally:
             del opened[busy]
             low = lows.pop()
             closed.pop()
             members = self.members.pop()
+            read = frames.pop() if self.recording else None
+        if read is not None:
+            if low < here or members or settled or read[0]:
+                # of a component, or read a lookup under way: its answer came
+                # from answers that were not final, so none is kept to reuse
+                self.records.pop(busy, None)
+            else:
+                self.records[busy] = [tuple(read), value, self.round]
+                if table is self.variables:
+                    self.kept[busy] = ("variables", key)
+                elif table is self.reaching:
+                    self.kept[busy] = ("reaching", key)
+                elif table is self.fields:
+                    self.kept[busy] = ("fields", key)
+            if frames:
+                frames[-1] += (busy, value)
         if low < here:  # a member of a component headed further down
             previous = self.tentative.get(busy, empty)
             if value != previous:
@@ -245,6 +320,66 @@ class RoundMemo:
             evaluations += 1
             if self.lows[here] < here or not self.closed[here]:
                 return value
+
+    def note(self, busy: object, answer: object) -> None:
+        """A lookup under way (or a call site being resolved) read ``answer`` of
+        ``busy`` from the memo: one of what its own answer depends on."""
+        if self.frames:
+            self.frames[-1] += (busy, answer)
+
+    def taint(self) -> None:
+        """The lookup under way read one that is under way too, not through
+        ``solve``: its answer is not kept to reuse in a later round."""
+        if self.frames:
+            self.frames[-1][0] = True
+
+    def current(self, busy: object) -> object:
+        """The answer lookup ``busy`` has in this round if an earlier round's
+        record of it holds: everything it read answers as it did then (its
+        parameters hold as many values, its containers the same stores, the
+        lookups it read the same answers, checked the same way). ``RED`` when
+        there is no record, or something it read may answer otherwise.
+
+        Why: a later round resolves again the call sites of every function
+        that gained parameter values and of their callers, and about 98% of
+        them come out the same; their lookups mostly read nothing that
+        changed. A record is kept only for a lookup that met no lookup under
+        way (``solve``), so its answer is a function of what it read."""
+        record = self.records.get(busy)
+        if record is None:
+            return RED
+        number = self.round
+        checked = record[2]
+        if checked == number:  # computed, or found to hold, in this round
+            return record[1]
+        if checked == -number:  # found not to hold in this round, or being checked
+            return RED
+        record[2] = -number
+        if self.holds(record[0], 1):
+            record[2] = number
+            return record[1]
+        return RED
+
+    def holds(self, read: Sequence[Any], start: int) -> bool:
+        """Whether every (lookup, answer) pair of ``read`` from ``start`` on
+        answers as it did (``current``)."""
+        params = self.params
+        versions = self.store_versions
+        current = self.current
+        for i in range(start, len(read), 2):
+            busy = read[i]
+            seen = read[i + 1]
+            if type(busy) is tuple and busy and busy[0] is PARAM:
+                now: object = len(params.get((busy[1], busy[2]), ()))
+            elif type(busy) is tuple and busy and busy[0] is STORES:
+                now = versions.get(busy[1], 0)
+            else:
+                now = current(busy)
+                if now is RED:
+                    return False
+            if now is not seen and now != seen:
+                return False
+        return True
 
     def if_empty(self, busy: object, out: set[Value], fallback: Values) -> None:
         """Add ``fallback`` to ``out`` (the answer of lookup ``busy``, under

@@ -25,7 +25,7 @@ from flagtrace.resolve.declared import Declared
 from flagtrace.resolve.names import Names
 from flagtrace.resolve.objects import Objects
 from flagtrace.resolve.program import Program
-from flagtrace.resolve.state import RED, Binding, Record, RoundMemo
+from flagtrace.resolve.state import RED, STATIC, TAINTED, Binding, Record, RoundMemo
 from flagtrace.resolve.values import MAX_VALUES, Value, order_key
 
 MAX_ROUNDS = 4
@@ -49,9 +49,9 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
         #: the generator functions each site resumes (runs the body of), see flagtrace.generators
         self.resumed: dict[SiteKey, frozenset[str]] = {}
         self._callers: dict[str, set[str]] | None = None
-        #: per call site: what resolving it read (``RoundMemo.frames``) and what
-        #: it gave, kept from round to round while the rounds run
-        self._site_records: dict[SiteKey, tuple[tuple[Any, ...], SiteResult]] = {}
+        #: per call site: what resolving it read (``RoundMemo.frames``) and,
+        #: last, what it gave; kept from round to round while the rounds run
+        self._site_records: dict[SiteKey, list[Any]] = {}
         self.sites_reused = 0
 
     def run(self) -> None:
@@ -61,7 +61,9 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
             todo: list[str] | None = None  # None: every scope
             stored: dict[str, dict[str, set[Value]]] = {}
             records: dict[object, Record] = {}
-            kept: dict[object, tuple[str, object]] = {}
+            static: dict[object, object] = {}
+            kept: set[Any] = set()
+            kept_fields: dict[object, object] = {}
             versions: dict[str, int] = {}
             for number in range(1, MAX_ROUNDS + 1):
                 # what flows into containers, evaluated against the last round's
@@ -84,8 +86,11 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
                     container_stores=stores,
                     recording=True,
                     records=records,
+                    static=static,
                     kept=kept,
+                    kept_fields=kept_fields,
                     round=number,
+                    last=number == MAX_ROUNDS,
                     params=self.param_values,
                     store_versions=versions,
                 )
@@ -129,7 +134,9 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
         memo = self.memo
         memo.recording = False
         memo.records = {}
-        memo.kept = {}
+        memo.static = {}
+        memo.kept = set()
+        memo.kept_fields = {}
         memo.params = {}
         memo.store_versions = {}
         self._site_records = {}
@@ -140,13 +147,15 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
         whole, so it did not ask what they asked, and the flag stages' value
         questions would compute those again (``settle``)."""
         memo = self.memo
-        for busy, (name, key) in memo.kept.items():
-            table: dict[Any, Any] = getattr(memo, name)
+        tables: list[tuple[dict[Any, Any], object, Any]] = [
+            (memo.reaching if len(busy) == 3 else memo.variables, busy, busy) for busy in memo.kept
+        ]
+        tables += [(memo.fields, busy, key) for busy, key in memo.kept_fields.items()]
+        for table, busy, key in tables:
             if key not in table:
                 held = memo.current(busy)
                 if held is not RED:
                     table[key] = held
-        memo.kept = {}
 
     @staticmethod
     def _copy_stores(stores: dict[str, dict[str, set[Value]]]) -> dict[str, dict[str, set[Value]]]:
@@ -181,19 +190,20 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
             scope = self.p.scopes[qn]
             for i, site in enumerate(scope.calls):
                 record = records.get((qn, i)) if recording else None
-                if record is not None and memo.holds(record[0], 1):
-                    result = record[1]  # read nothing that answers otherwise now
+                if record is not None and memo.holds(record):
+                    result = record[-1]  # read nothing that answers otherwise now
                     self.sites_reused += 1
                 elif recording:
-                    memo.frames.append([False])
+                    memo.frames.append([STATIC])
                     try:
                         result = self.resolve_site(qn, i, site)
                     finally:
                         read = memo.frames.pop()
-                    if read[0]:
+                    if read[0] is TAINTED or memo.last:
                         records.pop((qn, i), None)
                     else:
-                        records[(qn, i)] = (tuple(read), result)
+                        read.append(result)
+                        records[(qn, i)] = read
                 else:
                     result = self.resolve_site(qn, i, site)
                 callees, bindings, knowingly_empty, resumed = result

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -85,9 +85,18 @@ PARAM = _Marker("PARAM")
 STORES = _Marker("STORES")
 #: ``RoundMemo.current``: no answer without computing it
 RED = _Marker("RED")
-#: a lookup's record (``RoundMemo.records``): what it read (a taint flag, then
-#: pairs of a lookup or base read and the answer seen), its answer, and the
-#: round it last held in (negated: the round it was found not to hold in)
+#: the first item of a lookup's frame (``RoundMemo.frames``) while it is under
+#: way: it read nothing a round changes so far, something that may change, or
+#: a lookup under way outside ``solve``
+STATIC = _Marker("STATIC")
+DYNAMIC = _Marker("DYNAMIC")
+TAINTED = _Marker("TAINTED")
+#: a lookup's record (``RoundMemo.records``): the round it last held in (negated:
+#: the round it was found not to hold in), pairs of what it read (a lookup or
+#: a base read) and the answer seen, then its answer. It is the list that
+#: collected the reads while the lookup was under way (``RoundMemo.frames``,
+#: whose first item is then ``STATIC``, ``DYNAMIC`` or ``TAINTED``): one
+#: object per lookup
 Record = list[Any]
 
 
@@ -160,19 +169,27 @@ class RoundMemo:
     #: whether lookups record what they read (the rounds; not the value
     #: questions of the flag stages)
     recording: bool = False
-    #: this round's number, and the records of the rounds so far, shared
+    #: this round's number, and the records of the rounds so far, shared;
+    #: ``last``: no round follows (nothing is recorded)
     records: dict[object, Record] = field(default_factory=dict)
     round: int = 0
-    #: per lookup under way (and per call site being resolved): a taint flag
-    #: (read a lookup under way outside ``solve``), then pairs of what it read
+    last: bool = False
+    #: per lookup under way (and per call site being resolved): ``STATIC``,
+    #: ``DYNAMIC`` or ``TAINTED``, then pairs of what it read
     frames: list[list[Any]] = field(default_factory=list)
+    #: lookups that read nothing a round changes (no parameter, no container
+    #: store, no other lookup but these), with their answer: for the whole run,
+    #: shared; what reads one does not record it
+    static: dict[object, object] = field(default_factory=dict)
     #: the resolver's parameter values, and each container origin's version of
     #: stores (bumped by a round whose stores into it differ from the last one's)
     params: dict[tuple[str, str], set[Value]] = field(default_factory=dict)
     store_versions: dict[str, int] = field(default_factory=dict)
-    #: the recorded lookups of the tables ``Resolver.settle`` keeps (variables,
-    #: reaching definitions, fields): lookup -> (its table, its key), shared
-    kept: dict[object, tuple[str, object]] = field(default_factory=dict)
+    #: the lookups answered of the tables ``Resolver.settle`` keeps, shared:
+    #: variables and reaching definitions (whose lookup is their key), fields
+    #: (lookup -> key)
+    kept: set[Any] = field(default_factory=set)
+    kept_fields: dict[object, object] = field(default_factory=dict)
     #: answers taken from an earlier round's record, and computed
     reused: int = 0
     computed: int = 0
@@ -219,11 +236,10 @@ class RoundMemo:
             if held is not RED:  # what it read answers as it did: its answer holds
                 self.reused += 1
                 table[key] = held
-                if frames:
-                    frames[-1] += (busy, held)
+                self.note(busy, held)
                 return held  # type: ignore[return-value]
             self.computed += 1
-            frames.append([False])
+            frames.append([STATIC])
         here = len(lows)
         opened[busy] = here
         lows.append(here)
@@ -243,20 +259,7 @@ class RoundMemo:
             members = self.members.pop()
             read = frames.pop() if self.recording else None
         if read is not None:
-            if low < here or members or settled or read[0]:
-                # of a component, or read a lookup under way: its answer came
-                # from answers that were not final, so none is kept to reuse
-                self.records.pop(busy, None)
-            else:
-                self.records[busy] = [tuple(read), value, self.round]
-                if table is self.variables:
-                    self.kept[busy] = ("variables", key)
-                elif table is self.reaching:
-                    self.kept[busy] = ("reaching", key)
-                elif table is self.fields:
-                    self.kept[busy] = ("fields", key)
-            if frames:
-                frames[-1] += (busy, value)
+            self._record(busy, read, bool(low < here or members or settled), value, table, key)
         if low < here:  # a member of a component headed further down
             previous = self.tentative.get(busy, empty)
             if value != previous:
@@ -321,17 +324,54 @@ class RoundMemo:
             if self.lows[here] < here or not self.closed[here]:
                 return value
 
+    def _record(
+        self,
+        busy: object,
+        read: list[Any],
+        of_component: bool,
+        value: object,
+        table: dict[Any, Any],
+        key: object,
+    ) -> None:
+        """Keep what lookup ``busy`` read and answered (``solve``), and tell the
+        lookup that asked for it (``note``)."""
+        if of_component or read[0] is TAINTED:
+            # its answer came from answers that were not final: none is kept
+            self.records.pop(busy, None)
+        elif read[0] is STATIC:
+            # read nothing a round changes: the answer for the whole run
+            self.records.pop(busy, None)
+            self.static[busy] = value
+        elif self.last:
+            # no later round reuses it: only its answer, for what reads it
+            self.records[busy] = [self.round, value]
+        else:
+            read[0] = self.round  # the frame becomes the record: no copy
+            read.append(value)
+            self.records[busy] = read
+        if read[0] is not TAINTED and not of_component:
+            if table is self.variables or table is self.reaching:
+                self.kept.add(busy)
+            elif table is self.fields:
+                self.kept_fields[busy] = key
+        self.note(busy, value)
+
     def note(self, busy: object, answer: object) -> None:
         """A lookup under way (or a call site being resolved) read ``answer`` of
-        ``busy`` from the memo: one of what its own answer depends on."""
-        if self.frames:
-            self.frames[-1] += (busy, answer)
+        ``busy``: one of what its own answer depends on, unless ``busy`` reads
+        nothing a round changes (``static``)."""
+        frames = self.frames
+        if frames and busy not in self.static:
+            read = frames[-1]
+            read += (busy, answer)
+            if read[0] is STATIC:
+                read[0] = DYNAMIC
 
     def taint(self) -> None:
         """The lookup under way read one that is under way too, not through
         ``solve``: its answer is not kept to reuse in a later round."""
         if self.frames:
-            self.frames[-1][0] = True
+            self.frames[-1][0] = TAINTED
 
     def current(self, busy: object) -> object:
         """The answer lookup ``busy`` has in this round if an earlier round's
@@ -347,28 +387,28 @@ class RoundMemo:
         way (``solve``), so its answer is a function of what it read."""
         record = self.records.get(busy)
         if record is None:
-            return RED
+            return self.static.get(busy, RED)
         number = self.round
-        checked = record[2]
+        checked = record[0]
         if checked == number:  # computed, or found to hold, in this round
-            return record[1]
+            return record[-1]
         if checked == -number:  # found not to hold in this round, or being checked
             return RED
-        record[2] = -number
-        if self.holds(record[0], 1):
-            record[2] = number
-            return record[1]
+        record[0] = -number
+        if self.holds(record):
+            record[0] = number
+            return record[-1]
         return RED
 
-    def holds(self, read: Sequence[Any], start: int) -> bool:
-        """Whether every (lookup, answer) pair of ``read`` from ``start`` on
-        answers as it did (``current``)."""
+    def holds(self, record: list[Any]) -> bool:
+        """Whether every (lookup, answer) pair of ``record`` (between its first
+        item and its last, the answer it gave) answers as it did (``current``)."""
         params = self.params
         versions = self.store_versions
         current = self.current
-        for i in range(start, len(read), 2):
-            busy = read[i]
-            seen = read[i + 1]
+        for i in range(1, len(record) - 1, 2):
+            busy = record[i]
+            seen = record[i + 1]
             if type(busy) is tuple and busy and busy[0] is PARAM:
                 now: object = len(params.get((busy[1], busy[2]), ()))
             elif type(busy) is tuple and busy and busy[0] is STORES:

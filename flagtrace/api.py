@@ -387,7 +387,7 @@ def _analyze_reusing(
     if hit is not None and len(hit.files) == len(files):
         return reuse(hit.files, hit.report, 0)
 
-    from flagtrace.program_store import ProgramStore, StoredProgram
+    from flagtrace.program_store import ProgramStore
 
     named = [os.fspath(p) for p in paths]
     if manifest_root is not None:  # the paths as if under that root, wherever they are now
@@ -413,11 +413,11 @@ def _analyze_reusing(
             states.append(None)
     unknown = [i for i, state in enumerate(states) if state is None]
 
-    def index(indices: Sequence[int]) -> None:
+    def index(indices: Sequence[int], report: bool = True) -> None:
         done = index_many(
             [files[i] for i in indices],
             jobs=jobs,
-            on_result=on_result,
+            on_result=on_result if report else None,
             cache=cache,
             keyed=[keyed[i] for i in indices],
         )
@@ -446,35 +446,25 @@ def _analyze_reusing(
         return report
 
     program_key = programs.key(file_states)
-    stored = programs.get(program_key)
-    if stored is not None:  # a new question on these summaries: no indexing, no resolution
-        project = Project(
-            files=tuple(files),
-            summaries=stored.summaries,
-            diagnostics=_all_diagnostics(
-                (*found.diagnostics, *scripts.diagnostics), stored.diagnostics
-            ),
-            # from this run's files: a summary digest leaves out the line count (a
-            # comment appended keeps the digest, and the stored summary's count)
-            lines=sum(f.lines for f in file_states if f.digest is not None),
-            cache_hits=len(files) - len(unknown),
-            seconds=time.perf_counter() - start,
-            scripts=tuple((s.qualname, s.declared) for s in scripts.scripts),
-        )
+    # the summaries of the files known from the last run come from the summary
+    # cache (a stored program does not hold them); for a new question they are
+    # loaded, not indexed, and not reported as indexed
+    stored_before = programs.has(program_key)
+    index([i for i in range(len(files)) if i not in fresh], report=not stored_before)
+    file_states = tuple(s for s in states if s is not None)
+    results = [fresh[i] for i in range(len(files))]
+    project = _project(
+        files, results, (*found.diagnostics, *scripts.diagnostics), start, scripts.scripts
+    )
+    stored = programs.get(program_key, project.summaries)
+    if stored is not None:  # a new question on these summaries: no resolution
         if on_reused is not None:
-            fresh_lines = sum(r.summary.lines for r in fresh.values() if r.summary is not None)
+            fresh_lines = sum(s.lines for i in unknown if (s := fresh[i].summary) is not None)
             on_reused(len(files) - len(unknown), project.lines - fresh_lines)
-        resolved = stored.resolved
+        resolved = stored
     else:
-        index([i for i in range(len(files)) if i not in fresh])
-        file_states = tuple(s for s in states if s is not None)
-        results = [fresh[i] for i in range(len(files))]
-        project = _project(
-            files, results, (*found.diagnostics, *scripts.diagnostics), start, scripts.scripts
-        )
         resolved = resolve_project(project)
-        indexed = tuple(r.diagnostic for r in results if r.diagnostic is not None)
-        programs.put(program_key, StoredProgram(resolved, project.summaries, indexed))
+        programs.put(program_key, resolved)
     programs.put_manifest(program_identity, file_states)
     report, graph = analyze_project(
         project,

@@ -95,7 +95,7 @@ class ExpressionWalker:
         self.all_names: tuple[str, ...] | None = None
         self.import_aliases: set[str] = set()  # any name bound by an import, anywhere
         self.defined_names: set[str] = set()  # module-level def/class names
-        self.containers = 0  # displays so far: ``ContainerExpr.origin``
+        self.containers: list[ContainerExpr] = []  # displays so far (``ModuleSummary``)
 
     # ---- the frame
 
@@ -128,8 +128,9 @@ class ExpressionWalker:
     def container(
         self, kind: ContainerKind, items: tuple[Expr, ...], keys: tuple[Expr | None, ...] = ()
     ) -> ContainerExpr:
-        self.containers += 1
-        return ContainerExpr(kind, items, keys, f"{self.module}:{self.containers}")
+        display = ContainerExpr(kind, items, keys, f"{self.module}:{len(self.containers) + 1}")
+        self.containers.append(display)
+        return display
 
     def is_import_alias(self, name: str) -> bool:
         return name in self.import_aliases

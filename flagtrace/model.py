@@ -63,7 +63,7 @@ def record(cls: type[_T] | None = None, *, order: bool = False) -> Any:
 # --------------------------------------------------------------------------
 # The summary format
 
-SUMMARY_FORMAT = 7  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
+SUMMARY_FORMAT = 8  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
 
 #: The files of ``flagtrace`` whose code decides what a summary holds. The cache
 #: key (``cache.schema``) hashes each of them, so an edited walk never reads
@@ -609,6 +609,10 @@ class ModuleSummary:
     lines: int
     has_main_block: bool = False
     all_names: tuple[str, ...] | None = None  # ``__all__`` when literal
+    #: every container display, in the order of their ``origin`` numbers: a
+    #: stored resolved program names the displays it met by origin, and finds
+    #: the very objects here again (``flagtrace.program_store``)
+    containers: tuple[ContainerExpr, ...] = ()
 
     @property
     def module_scope(self) -> Scope:

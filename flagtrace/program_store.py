@@ -10,21 +10,29 @@ content key), the indexer's schema, ``FLAGTRACE_MAX_FILE_MB`` and
 ``results.analysis_digest()``. A run with new options on a tree whose
 summaries are unchanged loads it and runs only the flag analysis.
 
-What is stored is the program exactly as resolution left it, before any flag
-stage asked it a question: the summaries, the resolver's tables, its parameter
-values, its last round's container stores and the memo tables it keeps
+What is stored is the program as resolution left it, before any flag stage
+asked it a question: the resolver's tables, its parameter values, its last
+round's container stores and the memo tables it keeps
 (``resolve.rounds.KEPT_ANSWERS``; the rest of the memo is dropped in every run
 before the flag stages ask, ``Resolver.settle``, so their value questions start
 from the same state whether the program was resolved in this process or loaded:
 a memo answer cut at a recursive lookup depends on what was memoised before).
-What is keyed and valued by names and values alone (the parameter values, the
-kept memo tables and most of the run memo: ``ValueQuery.named_state_apart``)
-follows the program as a second pickle (``cache.dump_entry``), so the pickler's
-memo of the first, the largest allocation of a cold run, does not grow past
-it. It is stored as
-an object graph, not field by field: fields the resolver gains or loses are
-stored and loaded without a change here; the analysis digest keys on the
-resolver's source, so a layout an older resolver wrote is never read.
+
+Not the summaries: they are in the summary cache already, keyed by the same
+files, and were 85% of the objects a stored program pickled (SGLang 0.5.9: 4.0M
+of 4.7M; the pickler keeps every object it wrote, and its memo was the largest
+allocation of a cold run). The loading run takes them from the summary cache (a
+summary no longer there is indexed again: same file, same summary), builds the
+program tables from them (``resolve.Program``, a fraction of a second) and puts
+back what the resolver held of them (``ValueQuery.program_apart``: the container
+displays it met, found again by origin in ``ModuleSummary.containers``, the very
+objects). What is keyed and valued by names and values alone (the parameter
+values, the kept memo tables and most of the run memo:
+``ValueQuery.named_state_apart``) follows as a second pickle
+(``cache.dump_entry``), with a pickler memo of its own. It is stored as an
+object graph, not field by field: fields the resolver gains or loses are stored
+and loaded without a change here; the analysis digest keys on the resolver's
+source, so a layout an older resolver wrote is never read.
 
 Safety: entries are read like the other caches' (``cache.load_entry``): the C
 unpickler, with globals limited to the records and enums of ``flagtrace.model``
@@ -41,7 +49,7 @@ a function. Anything damaged, foreign, of another format or of another key is
 a miss, reported on stderr in one line, never a traceback.
 
 Layout: ``<cache dir>/programs/v<FORMAT>/<2 hex>/<key>.pkl`` (the newest
-``KEEP`` entries are kept: one is tens of MiB for SGLang) and
+``KEEP`` entries are kept: 19 MiB for SGLang 0.5.9) and
 ``programs/v<FORMAT>/manifests/<identity>.pkl``: per analysed paths (whatever
 the options), the files of the last run by content key, so that a new
 question knows every unchanged file's summary digest without loading a summary.
@@ -58,7 +66,7 @@ import sys
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache, partial
 from importlib import import_module
 from operator import itemgetter
@@ -82,14 +90,14 @@ from flagtrace.cache import (
     _TEMP_PREFIX as TEMP_PREFIX,
 )
 from flagtrace.memory import gc_paused
-from flagtrace.model import Diagnostic, ModuleSummary
+from flagtrace.model import ModuleSummary
 from flagtrace.prune import PruningState, Question
-from flagtrace.resolve import ResolvedProgram
+from flagtrace.resolve import Program, ResolvedProgram
 from flagtrace.results import FileState, analysis_digest
 
 #: The layout and encoding of stored programs (bump when either changes; what the
 #: resolver keeps is covered by the analysis digest instead).
-FORMAT = 1
+FORMAT = 2
 MAGIC = "flagtrace-program"
 KIND = "program"
 MANIFEST_KIND = "program manifest"
@@ -103,13 +111,16 @@ KEEP_PRUNINGS = 8
 
 
 @dataclass(frozen=True, slots=True)
-class StoredProgram:
-    """What a run needs to skip indexing and resolution: the resolved program, the
-    summaries in the order the project lists them, and the indexing diagnostics."""
+class _Detached:
+    """A resolved program as stored: without its program (``ValueQuery.program_apart``).
 
+    ``modules`` are the program's modules in order, to check the summaries it is
+    put back on; ``displays`` the scope of each container display resolution met,
+    by origin."""
+
+    modules: tuple[str, ...]
+    displays: dict[str, str]
     resolved: ResolvedProgram
-    summaries: tuple[ModuleSummary, ...]
-    diagnostics: tuple[Diagnostic, ...]
 
 
 class UnstorableProgram(Exception):
@@ -144,18 +155,28 @@ def _internable() -> tuple[type, ...]:
     return internable_records(program_types())
 
 
-def encode(stored: StoredProgram, key: str, out: BinaryIO) -> None:
-    """Write ``stored`` as an entry of ``key`` to ``out``: ``cache.entry_header``
-    and a protocol-5 pickle whose only non-record globals are the allowed
-    builtins. Written straight to the file: a copy in memory would add the
-    entry's size (tens of MiB on SGLang) to the run's peak."""
+def encode(resolved: ResolvedProgram, key: str, out: BinaryIO) -> None:
+    """Write ``resolved`` without its summaries as an entry of ``key`` to ``out``:
+    ``cache.entry_header`` and a protocol-5 pickle whose only non-record globals
+    are the allowed builtins. Written straight to the file: a copy in memory
+    would add the entry's size to the run's peak."""
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 100_000))  # nested expressions, long chains of values
+    values = resolved.values
     try:
-        with gc_paused(), stored.resolved.values.named_state_apart() as named:
+        with (
+            gc_paused(),
+            values.named_state_apart() as named,
+            values.program_apart() as displays,
+        ):
+            detached = _Detached(
+                tuple(resolved.program.modules),
+                displays,
+                replace(resolved, program=None),  # type: ignore[arg-type]
+            )
             dump_entry(
                 KIND,
-                (MAGIC, key, stored),
+                (MAGIC, key, detached),
                 out,
                 _internable(),
                 reducers={defaultdict: _reduce_defaultdict},
@@ -192,7 +213,7 @@ def program_types() -> LoadableTypes:
         ("collections", "defaultdict"): defaultdict,
         ("functools", "partial"): partial,
         ("operator", "itemgetter"): itemgetter,  # see cache.Interning
-        (StoredProgram.__module__, StoredProgram.__qualname__): StoredProgram,
+        (_Detached.__module__, _Detached.__qualname__): _Detached,
     }
     extra.update(_resolve_classes())
     return LoadableTypes(model, results, extra=extra)
@@ -258,9 +279,14 @@ class ProgramStore:
 
     # ------------------------------------------------------------ programs
 
-    def get(self, key: str) -> StoredProgram | None:
-        """The program stored under ``key``, or None: absent, or a miss reported on
-        stderr in one line (damaged, foreign, another key)."""
+    def has(self, key: str) -> bool:
+        """Whether a program is stored under ``key`` (``get`` may still miss)."""
+        return self.enabled and self._path(key).is_file()
+
+    def get(self, key: str, summaries: Sequence[ModuleSummary]) -> ResolvedProgram | None:
+        """The program stored under ``key``, put back on ``summaries`` (those it was
+        resolved from: ``key`` names their digests), or None: absent, or a miss
+        reported on stderr in one line (damaged, foreign, another key)."""
         if not self.enabled:
             return None
         path = self._path(key)
@@ -272,25 +298,43 @@ class ProgramStore:
         try:
             with gc_paused():
                 parts = load_entry(KIND, blob, program_types(), parts=2)
+                entry, named = parts if isinstance(parts, tuple) else (None, None)
+                resolved = self._put_back(key, entry, named, summaries)
         finally:
             sys.setrecursionlimit(limit)
-        entry, named = parts if isinstance(parts, tuple) else (None, None)
+        if resolved is None:
+            self._warn(
+                f"stored program {path} is damaged or not flagtrace's; ignored, resolving again"
+            )
+        return resolved
+
+    @staticmethod
+    def _put_back(
+        key: str, entry: object, named: object, summaries: Sequence[ModuleSummary]
+    ) -> ResolvedProgram | None:
+        """The loaded ``entry`` with its program built again from ``summaries``."""
         if not (
             isinstance(entry, tuple)
             and len(entry) == 3
             and entry[:2] == (MAGIC, key)
-            and isinstance(entry[2], StoredProgram)
+            and isinstance(entry[2], _Detached)
             and isinstance(entry[2].resolved, ResolvedProgram)
-            and entry[2].resolved.values.restore_named_state(named)
+            and getattr(entry[2].resolved, "program", ()) is None  # as ``encode`` left it
         ):
-            self._warn(
-                f"stored program {path} is damaged or not flagtrace's; ignored, resolving again"
-            )
             return None
-        return entry[2]
+        detached: _Detached = entry[2]
+        program = Program(summaries)
+        if tuple(program.modules) != detached.modules:
+            return None
+        values = detached.resolved.values
+        if not (
+            values.restore_program(program, detached.displays) and values.restore_named_state(named)
+        ):
+            return None
+        return replace(detached.resolved, program=program)
 
-    def put(self, key: str, stored: StoredProgram) -> bool:
-        """Store ``stored`` under ``key`` (atomically); False if it could not be
+    def put(self, key: str, resolved: ResolvedProgram) -> bool:
+        """Store ``resolved`` under ``key`` (atomically); False if it could not be
         stored, with one line on stderr if the resolver holds something unknown."""
         if not self.enabled:
             return False
@@ -302,7 +346,7 @@ class ProgramStore:
             return False
         try:
             with os.fdopen(fd, "wb") as fh:
-                encode(stored, key, fh)
+                encode(resolved, key, fh)
             os.replace(temp, target)
         except (OSError, UnstorableProgram) as exc:
             with contextlib.suppress(OSError):

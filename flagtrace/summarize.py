@@ -101,6 +101,7 @@ class _Indexer(ExpressionWalker):
             lines=self.src.line_count,
             has_main_block=self.has_main_block,
             all_names=self.all_names,
+            containers=tuple(self.containers),
         )
 
     def block(

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from flagtrace import api
 from flagtrace import program_store as store_module
 from flagtrace.cache import SummaryCache, dump_entry, encode_entry, entry_header, load_entry
 from flagtrace.cli import main
+from flagtrace.model import ModuleSummary
 from flagtrace.program_store import KIND, program_types
 from flagtrace.prune import Pruning
 from flagtrace.resolve import ResolvedProgram, resolve
@@ -311,11 +313,9 @@ def test_every_global_of_a_stored_program_is_allowed(tree: Path, tmp_path: Path)
     blob = entry.read_bytes()
     Recorder(io.BytesIO(blob[len(entry_header(KIND)) :])).load()
     assert seen <= set(program_types().table)
-    assert {
-        ("collections", "defaultdict"),
-        ("flagtrace.resolve.rounds", "Resolver"),
-        ("flagtrace.model", "Scope"),
-    } <= seen
+    assert {("collections", "defaultdict"), ("flagtrace.resolve.rounds", "Resolver")} <= seen
+    # the summaries are not stored again: the loading run takes them from the summary cache
+    assert not {("flagtrace.model", "Scope"), ("flagtrace.model", "ModuleSummary")} & seen
 
 
 def test_cache_info_counts_programs_and_clear_removes_them(
@@ -510,15 +510,31 @@ def test_pruning_leaves_resolution_s_memo_as_it_found_it(tree: Path) -> None:
     assert again.rta_cuts == pruning.rta_cuts
 
 
-def _registry_stored(tmp_path: Path) -> tuple[Path, Path]:
+def _registry_stored(tmp_path: Path) -> tuple[Path, Path, tuple[ModuleSummary, ...]]:
     """A check of the registry fixture (its ``BACKENDS[name] = cls`` fills a
-    container store) with a cache: the cache directory and its stored program."""
+    container store) with a cache: the cache directory, its stored program and
+    the summaries it was resolved from (from the summary cache, as a run loads them)."""
     registry = tmp_path / "registry"
     shutil.copytree(REPO / "fixtures" / "flags" / "dict_registry" / "pkg", registry / "pkg")
     cache = tmp_path / "cache"
     check(registry, ["--flag", "_capturing", "--jedi-budget", "0"], cache, tmp_path / "out.json")
     (entry,) = stored_entries(cache)
-    return cache, entry
+    summaries = api.load_project([registry], cache=SummaryCache(cache)).summaries
+    return cache, entry, summaries
+
+
+def _rewrite(entry: Path, resolved: ResolvedProgram, displays: object, named: object) -> None:
+    """Store ``resolved`` in ``entry`` again, with other displays or named state."""
+    with resolved.values.program_apart():
+        detached = store_module._Detached(
+            tuple(resolved.program.modules),
+            displays,  # type: ignore[arg-type]
+            replace(resolved, program=None),  # type: ignore[arg-type]
+        )
+        with resolved.values.named_state_apart():
+            blob = io.BytesIO()
+            dump_entry(KIND, (store_module.MAGIC, entry.stem, detached), blob, then=(named,))
+    entry.write_bytes(blob.getvalue())
 
 
 def test_a_stored_program_carries_only_the_memo_tables_resolution_keeps(tmp_path: Path) -> None:
@@ -528,11 +544,11 @@ def test_a_stored_program_carries_only_the_memo_tables_resolution_keeps(tmp_path
     and in a run that loads, and a memo answer cut at a recursive lookup cannot
     differ between them. The kept tables (and the parameter values and the run
     memo's named tables) travel as a second pickle and are put back on load."""
-    cache, entry = _registry_stored(tmp_path)
-    stored = store_module.ProgramStore(SummaryCache(cache)).get(entry.stem)
+    cache, entry, summaries = _registry_stored(tmp_path)
+    stored = store_module.ProgramStore(SummaryCache(cache)).get(entry.stem, summaries)
     assert stored is not None
-    loaded = stored.resolved.values._r
-    fresh = resolve(stored.summaries).values._r
+    loaded = stored.values._r
+    fresh = resolve(summaries).values._r
     for r in (loaded, fresh):
         for name in RoundMemo.__dataclass_fields__:
             value = getattr(r.memo, name)
@@ -542,7 +558,9 @@ def test_a_stored_program_carries_only_the_memo_tables_resolution_keeps(tmp_path
         assert getattr(loaded.memo, name) == getattr(fresh.memo, name), name
         assert getattr(loaded.memo, name), name  # BACKENDS[name] = cls, its variables...
     for name in RunMemo.__dataclass_fields__:
-        assert getattr(loaded.run_memo, name) == getattr(fresh.run_memo, name), name
+        if name != "passthrough":  # code alone decides it: not stored, computed on demand
+            assert getattr(loaded.run_memo, name) == getattr(fresh.run_memo, name), name
+    assert not loaded.run_memo.passthrough and fresh.run_memo.passthrough
     assert loaded.run_memo.binding_scopes and loaded.run_memo.mro
     assert loaded.param_values == fresh.param_values and loaded.param_values
 
@@ -551,17 +569,43 @@ def test_a_stored_program_without_its_named_state_is_a_miss(tmp_path: Path) -> N
     """What is stored apart (parameter values, kept memo tables, the run memo's
     named tables) is a second pickle in the entry: an entry whose second is not
     all of that is damaged."""
-    cache, entry = _registry_stored(tmp_path)
-    program = store_module.ProgramStore(SummaryCache(cache)).get(entry.stem)
+    cache, entry, summaries = _registry_stored(tmp_path)
+    program = store_module.ProgramStore(SummaryCache(cache)).get(entry.stem, summaries)
     assert program is not None
-    with program.resolved.values.named_state_apart() as named:
+    with program.values.named_state_apart() as named, program.values.program_apart() as displays:
         half = named._replace(memo={"variables": {}})
     for second in (half, named._replace(param_values={}), ["not", "a", "state"]):
-        with program.resolved.values.named_state_apart():
-            blob = io.BytesIO()
-            dump_entry(KIND, (store_module.MAGIC, entry.stem, program), blob, then=(second,))
-        entry.write_bytes(blob.getvalue())
+        _rewrite(entry, program, displays, second)
         warnings: list[str] = []
         store = store_module.ProgramStore(SummaryCache(cache), warn=warnings.append)
-        assert store.get(entry.stem) is None
+        assert store.get(entry.stem, summaries) is None
         assert len(warnings) == 1 and "damaged or not flagtrace's" in warnings[0]
+
+
+def test_a_stored_program_finds_the_displays_it_met_in_the_summaries(tmp_path: Path) -> None:
+    """The container displays resolution met are stored by origin and found again
+    in the summaries, the very objects (memo keys stand for an expression by its
+    identity); a display the summaries lack, or summaries of other modules, make
+    the entry a miss."""
+    cache, entry, summaries = _registry_stored(tmp_path)
+    store = store_module.ProgramStore(SummaryCache(cache))
+    program = store.get(entry.stem, summaries)
+    assert program is not None
+    containers = program.values._r.run_memo.containers
+    assert containers  # BACKENDS = {} and the registry's other displays
+    by_module = {s.module: s for s in summaries}
+    for origin, (_, display) in containers.items():
+        module, _, number = origin.rpartition(":")
+        assert display is by_module[module].containers[int(number) - 1]
+    with program.values.named_state_apart() as named, program.values.program_apart() as displays:
+        pass
+    origin, scope = next(iter(displays.items()))
+    module = origin.rpartition(":")[0]
+    for wrong in ({**displays, f"{module}:999": scope}, {**displays, origin: 7}):
+        _rewrite(entry, program, wrong, named)
+        warnings: list[str] = []
+        store = store_module.ProgramStore(SummaryCache(cache), warn=warnings.append)
+        assert store.get(entry.stem, summaries) is None and len(warnings) == 1
+    _rewrite(entry, program, displays, named)
+    assert store.get(entry.stem, summaries) is not None
+    assert store.get(entry.stem, summaries[1:]) is None

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
-from flagtrace.model import Callee, DecoratorKind, Expr, Resolution
+from flagtrace.model import Callee, ContainerExpr, DecoratorKind, Expr, Resolution
 from flagtrace.resolve.program import Program
 from flagtrace.resolve.rounds import KEPT_ANSWERS, Resolver, SiteKey
 from flagtrace.resolve.state import NAMED_RUN_TABLES
@@ -96,6 +96,55 @@ class ValueQuery:
             )
         finally:
             r.memo, r.run_memo, r.param_values = memo, run_memo, param_values
+
+    @contextmanager
+    def program_apart(self) -> Iterator[dict[str, str]]:
+        """The resolver without the program for the duration: no program tables
+        (``Resolver.p``), no displays (yields the scope of each by origin), no
+        passthrough memo.
+
+        Why: all three are the summaries or objects inside them, and a stored
+        program (``flagtrace.program_store``) does not store the summaries again
+        (they were 85% of its objects, and the stored program's pickler memo the
+        largest allocation of a cold run): the loading run gets them from the
+        summary cache and puts the program back (``restore_program``). The
+        passthrough memo depends on the code alone and is computed again."""
+        r = self._r
+        program, containers, passthrough = r.p, r.run_memo.containers, r.run_memo.passthrough
+        r.p = None  # type: ignore[assignment]
+        r.run_memo.containers, r.run_memo.passthrough = {}, {}
+        try:
+            yield {origin: scope for origin, (scope, _) in containers.items()}
+        finally:
+            r.p, r.run_memo.containers, r.run_memo.passthrough = program, containers, passthrough
+
+    def restore_program(self, program: Program, displays: object) -> bool:
+        """Put back what ``program_apart`` detached, ``program`` built from the
+        summaries the program was resolved from; False, and nothing changed, if
+        ``displays`` is not what it yielded or names a display ``program`` lacks.
+        The displays are the summaries' own objects (``ModuleSummary.containers``):
+        memo keys stand for an expression by its identity (``values.Same``)."""
+        if not isinstance(displays, dict):
+            return False
+        containers: dict[str, tuple[str, ContainerExpr]] = {}
+        for origin, scope in displays.items():
+            if type(origin) is not str or type(scope) is not str:
+                return False
+            module, _, number = origin.rpartition(":")
+            summary = program.modules.get(module)
+            if summary is None or not number.isdigit():
+                return False
+            index = int(number) - 1
+            if not 0 <= index < len(summary.containers):
+                return False
+            display = summary.containers[index]
+            if display.origin != origin:
+                return False
+            containers[origin] = (scope, display)
+        r = self._r
+        r.p = program
+        r.run_memo.containers, r.run_memo.passthrough = containers, {}
+        return True
 
     def restore_named_state(self, state: object) -> bool:
         """Put back what ``named_state_apart`` detached (after a load); False, and

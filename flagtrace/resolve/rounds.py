@@ -25,13 +25,11 @@ from flagtrace.resolve.declared import Declared
 from flagtrace.resolve.names import Names
 from flagtrace.resolve.objects import Objects
 from flagtrace.resolve.program import Program
-from flagtrace.resolve.state import RED, STATIC, TAINTED, Binding, Record, RoundMemo
+from flagtrace.resolve.state import RED, STATIC, TAINTED, Record, RoundMemo
 from flagtrace.resolve.values import MAX_VALUES, Value, order_key
 
 MAX_ROUNDS = 4
 SiteKey = tuple[str, int]
-#: what resolving a site gives: callees, bindings, knowingly empty, resumed generators
-SiteResult = tuple[tuple[Callee, ...], list[Binding], bool, frozenset[str]]
 #: The last round's memo tables ``settle`` keeps: the answers pruning's value
 #: questions need most (SGLang 0.5.23's pruning took 59 s without any, 16 s with
 #: these), keyed by names alone, never by an expression, so that a stored

@@ -15,6 +15,10 @@ rotating), so that the machine's noise hits all of them alike:
   pure-Python ``pickle._Unpickler``, which is what a restricted unpickler costs
   when it is not a subclass of the C one.
 
+With ``--inits``, *before* is ``SummaryCache.get`` with the records built by a frozen
+dataclass's own ``__init__`` (``object.__setattr__`` per field), which ``model.record``
+replaced with one that calls each slot's setter (2026-12-05).
+
 Each round loads every entry with the cyclic GC paused, as ``index.index_many``
 does, and prints wall and CPU seconds per loader and their ratios. The tree's
 files are read and keyed before timing (that part did not change). The first
@@ -25,11 +29,13 @@ How, from the repository root::
 
     python benchmarks/bench_cache_load.py                           # SGLang 0.5.9, 3 rounds
     python benchmarks/bench_cache_load.py --tree DIR --cache-dir /tmp/c --rounds 3
+    python benchmarks/bench_cache_load.py --inits --cache-dir /tmp/c   # the records' __init__
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import io
 import pickle
@@ -110,6 +116,42 @@ def after(cache: SummaryCache, source: SourceFile, key: str) -> IndexResult | No
     return cache.get(source, key)
 
 
+def _dataclass_init(cls: type) -> Callable[..., None]:
+    """The ``__init__`` a frozen dataclass has: ``object.__setattr__`` per field."""
+    params, body = ["self"], []
+    namespace: dict[str, object] = {"_setattr": object.__setattr__}
+    for i, f in enumerate(dataclasses.fields(cls)):  # type: ignore[arg-type]
+        if f.default is dataclasses.MISSING:
+            params.append(f.name)
+        else:
+            namespace[f"_default{i}"] = f.default
+            params.append(f"{f.name}=_default{i}")
+        body.append(f"    _setattr(self, {f.name!r}, {f.name})")
+    exec(f"def __init__({', '.join(params)}):\n" + "\n".join(body or ["    pass"]), namespace)
+    return namespace["__init__"]  # type: ignore[return-value]
+
+
+#: model records whose ``__init__`` is ``model.record``'s (slot setters), and the
+#: dataclass's they replaced (2026-12-05)
+_RECORD_INITS = {
+    cls: (vars(cls)["__init__"], _dataclass_init(cls))
+    for cls in SUMMARY_TYPES.table.values()
+    if dataclasses.is_dataclass(cls) and "_set0" in vars(cls)["__init__"].__code__.co_names
+}
+
+
+def dataclass_inits(cache: SummaryCache, source: SourceFile, key: str) -> IndexResult | None:
+    """``SummaryCache.get`` with the records built by the frozen dataclass's own
+    ``__init__`` (until 2026-12-05)."""
+    for cls, (_, old) in _RECORD_INITS.items():
+        cls.__init__ = old  # type: ignore[misc]
+    try:
+        return cache.get(source, key)
+    finally:
+        for cls, (new, _) in _RECORD_INITS.items():
+            cls.__init__ = new  # type: ignore[misc]
+
+
 def interleaved(
     loaders: Sequence[Loader],
     cache: SummaryCache,
@@ -155,6 +197,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
     parser.add_argument("--jobs", type=int, default=2, help="processes for the filling index")
     parser.add_argument("--no-python", action="store_true", help="skip the pure-Python round")
+    parser.add_argument(
+        "--inits",
+        action="store_true",
+        help="compare the records' __init__ instead: the frozen dataclass's (before) "
+        "against model.record's slot setters (after)",
+    )
     args = parser.parse_args(argv)
 
     tree = args.tree
@@ -178,7 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{tree}: {len(keyed)} entries, {size / 2**20:.1f} MiB in {args.cache_dir}")
 
     del project  # not part of the heap a warm run starts from
-    rounds = [interleaved((before, after), cache, keyed, turn) for turn in range(args.rounds)]
+    reference = dataclass_inits if args.inits else before
+    rounds = [interleaved((reference, after), cache, keyed, turn) for turn in range(args.rounds)]
     print(f"\n{'round':<6} {'before':>16} {'after':>16} {'after / before':>16}")
     print(f"{'':<6} {'wall':>7} {'CPU':>8} {'wall':>7} {'CPU':>8} {'wall':>7} {'CPU':>8}")
     for n, ((bw, bc), (aw, ac)) in enumerate(rounds, 1):
@@ -186,7 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     wall_ratio = statistics.median(a[0] / b[0] for b, a in rounds)
     cpu_ratio = statistics.median(a[1] / b[1] for b, a in rounds)
     print(f"median after / before: wall {wall_ratio:.3f}, CPU {cpu_ratio:.3f}")
-    if not args.no_python:
+    if not (args.no_python or args.inits):
         (bw, bc), (pw, pc) = interleaved((before, python), cache, keyed, 0)
         print(f"pure-Python restricted unpickler / before: wall {pw / bw:.2f}, CPU {pc / bc:.2f}")
     if scratch is not None:

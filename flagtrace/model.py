@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -47,6 +47,7 @@ def record(cls: type[_T] | None = None, *, order: bool = False) -> Any:
     def wrap(klass: type[_T]) -> type[_T]:
         dc: Any = dataclass(frozen=True, slots=True, order=order)(klass)
         names = [f.name for f in fields(dc)]
+        _set_slots_directly(dc)
         if not names:
             dc.__reduce__ = lambda self: (dc, ())
         elif len(names) == 1:
@@ -58,6 +59,42 @@ def record(cls: type[_T] | None = None, *, order: bool = False) -> Any:
         return dc  # type: ignore[no-any-return]
 
     return wrap if cls is None else wrap(cls)
+
+
+def _set_slots_directly(dc: Any) -> None:
+    """Give the frozen record ``dc`` an ``__init__`` that stores each field through
+    its slot's own descriptor.
+
+    Why: a frozen dataclass's ``__init__`` stores each field with
+    ``object.__setattr__``, which looks the name up along the class's MRO first.
+    Records are built by the million (loading SGLang's summaries from the cache
+    builds about 4M), and calling the slot's ``__set__`` directly makes each one
+    about 40% cheaper: loading them 0.78 x the time (``bench_cache_load.py
+    --inits``). The generated code is
+    the dataclass's own in all but that; a record with anything more than plain
+    defaults (a factory, ``__post_init__``) keeps the dataclass's.
+    """
+    record_fields = fields(dc)
+    if hasattr(dc, "__post_init__") or any(
+        f.default_factory is not MISSING or not f.init or f.kw_only for f in record_fields
+    ):
+        return
+    namespace: dict[str, Any] = {}
+    parameters, body = ["self"], []
+    for i, f in enumerate(record_fields):
+        namespace[f"_set{i}"] = dc.__dict__[f.name].__set__
+        if f.default is MISSING:
+            parameters.append(f.name)
+        else:
+            namespace[f"_default{i}"] = f.default
+            parameters.append(f"{f.name}=_default{i}")
+        body.append(f"    _set{i}(self, {f.name})")
+    source = f"def __init__({', '.join(parameters)}) -> None:\n" + "\n".join(body or ["    pass"])
+    exec(source, namespace)  # our own generated code, as dataclasses does
+    init = namespace["__init__"]
+    init.__qualname__ = f"{dc.__qualname__}.__init__"
+    init.__module__ = dc.__module__
+    dc.__init__ = init
 
 
 # --------------------------------------------------------------------------

@@ -256,7 +256,8 @@ def test_the_allowlist_is_every_dataclass_and_enum_of_the_model() -> None:
     ids=lambda t: t.__qualname__,
 )
 def test_every_allowed_record_only_assigns_fields_when_loaded(cls: type) -> None:
-    """What loading can call on a record: its dataclass ``__init__`` (REDUCE),
+    """What loading can call on a record: its ``__init__`` (REDUCE: the dataclass's,
+    or ``model.record``'s, which stores each field through its slot's descriptor),
     ``object.__new__`` (NEWOBJ) and the dataclass ``__setstate__`` (BUILD), which
     only assign fields. A model type with its own ``__post_init__``, ``__new__``
     or ``__setstate__`` would run model code on a stranger's arguments: think
@@ -266,6 +267,11 @@ def test_every_allowed_record_only_assigns_fields_when_loaded(cls: type) -> None
     assert params.frozen and "__slots__" in vars(cls)
     assert "__post_init__" not in vars(cls) and "__new__" not in vars(cls)
     assert vars(cls)["__setstate__"].__qualname__ == "_dataclass_setstate"
+    init = vars(cls)["__init__"]
+    if "_set0" in init.__code__.co_names:  # model.record's: it calls nothing but slot setters
+        slots = [vars(cls)[f.name] for f in dataclasses.fields(cls)]
+        setters = {name: init.__globals__[name] for name in init.__code__.co_names}
+        assert setters == {f"_set{i}": slot.__set__ for i, slot in enumerate(slots)}
     state_on_class = pickle.PROTO + b"\x02c" + f"{cls.__module__}\n{cls.__qualname__}\n".encode()
     state_on_class += pickle.NONE + pickle.EMPTY_DICT + _short("x") + pickle.NONE + pickle.SETITEM
     state_on_class += pickle.TUPLE2 + pickle.BUILD + pickle.STOP

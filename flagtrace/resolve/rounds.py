@@ -41,6 +41,7 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
     """Runs the rounds; afterwards ``site_callees`` holds every site's callees."""
 
     def __init__(self, program: Program) -> None:
+        program.index_all()  # the rounds read every table
         super().__init__(program)
         self.site_callees: dict[SiteKey, tuple[Callee, ...]] = {}
         self.resolved_empty: set[SiteKey] = set()  # sites that call nothing of ours, knowingly

@@ -253,7 +253,8 @@ class FlagEffects:
         return memo
 
     def _steps(self) -> Iterator[tuple[str, Scope, Iterable[object]]]:
-        """Each scope with the steps that may touch the flag: all of its steps, or
+        """Each scope with the steps that may touch the flag: all the steps of
+        the scopes of the modules that name it (``ModuleSummary.step_names``), or
         with a ``SharedIndex`` only the reads and writes of the flag's name."""
         p = self.p
         if self._shared is not None:
@@ -263,8 +264,9 @@ class FlagEffects:
             for qn, steps in by_scope.items():
                 yield qn, p.scopes[qn], steps
             return
+        name, modules, module_of = self.flag.name, p.modules, p.module_of
         for qn, scope in p.scopes.items():
-            if scope.kind is not ScopeKind.CLASS:
+            if scope.kind is not ScopeKind.CLASS and name in modules[module_of[qn]].step_names:
                 yield qn, scope, walk(scope.flow)
 
     def _find_writes_and_reads(self) -> None:
@@ -296,19 +298,19 @@ class FlagEffects:
             if _looks_like_accessor(p.scopes[qn], self.flag.name) and qn not in self.writes:
                 accessors.add(qn)
         # accessors of accessors: ``def in_graph(): return is_in_graph()``
+        candidates = (
+            self._shared.forwarders
+            if self._shared is not None
+            else [
+                qn
+                for qn, scope in p.scopes.items()
+                if scope.kind in (ScopeKind.FUNCTION, ScopeKind.LAMBDA)
+                and _returns_only_call(scope)
+            ]
+        )
         changed = True
         while changed:
             changed = False
-            candidates = (
-                self._shared.forwarders
-                if self._shared is not None
-                else [
-                    qn
-                    for qn, scope in p.scopes.items()
-                    if scope.kind in (ScopeKind.FUNCTION, ScopeKind.LAMBDA)
-                    and _returns_only_call(scope)
-                ]
-            )
             for qn in candidates:
                 if qn in accessors:
                     continue
@@ -512,9 +514,9 @@ def _mentions(expr: object, name: str) -> bool:
 
 
 def _returns_only_call(scope: Scope) -> bool:
+    if len(scope.calls) != 1:  # first: asked of every function, and most make other calls
+        return False
     steps = list(walk(scope.flow))
-    return (
-        len(scope.calls) == 1
-        and all(isinstance(s, (CallStep, ReturnStep, ReadStep)) for s in steps)
-        and any(isinstance(s, ReturnStep) and isinstance(s.value, CallExpr) for s in steps)
+    return all(isinstance(s, (CallStep, ReturnStep, ReadStep)) for s in steps) and any(
+        isinstance(s, ReturnStep) and isinstance(s.value, CallExpr) for s in steps
     )

@@ -100,7 +100,7 @@ def _set_slots_directly(dc: Any) -> None:
 # --------------------------------------------------------------------------
 # The summary format
 
-SUMMARY_FORMAT = 8  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
+SUMMARY_FORMAT = 9  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
 
 #: The files of ``flagtrace`` whose code decides what a summary holds. The cache
 #: key (``cache.schema``) hashes each of them, so an edited walk never reads
@@ -650,6 +650,10 @@ class ModuleSummary:
     #: stored resolved program names the displays it met by origin, and finds
     #: the very objects here again (``flagtrace.program_store``)
     containers: tuple[ContainerExpr, ...] = ()
+    #: the names the read and write steps of its functions and module body name
+    #: (class bodies left out, as the flag analysis leaves them): a flag's reads
+    #: and writes are looked for only in the modules that name it
+    step_names: frozenset[str] = frozenset()
 
     @property
     def module_scope(self) -> Scope:

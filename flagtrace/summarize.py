@@ -39,6 +39,7 @@ from flagtrace.model import (
     NameExpr,
     OpaqueExpr,
     RaiseStep,
+    ReadStep,
     ReturnStep,
     ScopeKind,
     SourceFile,
@@ -47,6 +48,7 @@ from flagtrace.model import (
     WithBlock,
     WithItem,
     WriteStep,
+    walk,
 )
 from flagtrace.positions import MAX_CALL_TEXT, SourceSpans
 from flagtrace.scopes import Frame, ScopeBuilder
@@ -102,6 +104,13 @@ class _Indexer(ExpressionWalker):
             has_main_block=self.has_main_block,
             all_names=self.all_names,
             containers=tuple(self.containers),
+            step_names=frozenset(
+                step.name
+                for scope in frozen
+                if scope.kind is not ScopeKind.CLASS
+                for step in walk(scope.flow)
+                if isinstance(step, (ReadStep, WriteStep))
+            ),
         )
 
     def block(

@@ -52,6 +52,8 @@ HUB_PREFIX = "<by-name>."
 def by_name_part(callees: Sequence[Callee]) -> tuple[Callee, ...]:
     """The callees of a site that a hub stands for: its by-name ones, when
     there are two or more (one is an edge like any other)."""
+    if len(callees) < 2:  # most sites
+        return ()
     part = tuple(c for c in callees if c.resolution is Resolution.BY_NAME)
     if len(part) < 2 or len({c.qualname for c in part}) < len(part):
         return ()  # one method twice (two approximations): stored as plain edges

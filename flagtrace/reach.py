@@ -309,7 +309,13 @@ class Reach:
 def sticky_sites(interp: Interpreter) -> list[tuple[str, int, str]]:
     """Call sites anywhere that leave the flag set when they return: (caller, site, setter)."""
     out = []
+    writers = interp.writers
     for (qn, site), callees in interp.graph.call_sites():
+        for c in callees:  # first the cheap question: most sites call no writer
+            if c.qualname in writers:
+                break
+        else:
+            continue
         scope = interp.p.scopes[qn]
         if scope.kind is ScopeKind.CLASS or scope.calls[site].kind is not CallKind.CALL:
             continue  # implicit protocol calls (with-enter/exit) are the with-block's business

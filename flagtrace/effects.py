@@ -264,9 +264,10 @@ class FlagEffects:
             for qn, steps in by_scope.items():
                 yield qn, p.scopes[qn], steps
             return
-        name, modules, module_of = self.flag.name, p.modules, p.module_of
+        name, module_of = self.flag.name, p.module_of
+        naming = {m for m, summary in p.modules.items() if name in summary.step_names}
         for qn, scope in p.scopes.items():
-            if scope.kind is not ScopeKind.CLASS and name in modules[module_of[qn]].step_names:
+            if scope.kind is not ScopeKind.CLASS and module_of[qn] in naming:
                 yield qn, scope, walk(scope.flow)
 
     def _find_writes_and_reads(self) -> None:

@@ -651,9 +651,11 @@ class ModuleSummary:
     #: the very objects here again (``flagtrace.program_store``)
     containers: tuple[ContainerExpr, ...] = ()
     #: the names the read and write steps of its functions and module body name
-    #: (class bodies left out, as the flag analysis leaves them): a flag's reads
-    #: and writes are looked for only in the modules that name it
-    step_names: frozenset[str] = frozenset()
+    #: (class bodies left out, as the flag analysis leaves them), sorted: a flag's
+    #: reads and writes are looked for only in the modules that name it. A tuple,
+    #: as everything here: a set would pickle in hash-seed order, and the result
+    #: cache keys on a summary's pickle (``index.summary_digest``)
+    step_names: tuple[str, ...] = ()
 
     @property
     def module_scope(self) -> Scope:

@@ -104,12 +104,16 @@ class _Indexer(ExpressionWalker):
             has_main_block=self.has_main_block,
             all_names=self.all_names,
             containers=tuple(self.containers),
-            step_names=frozenset(
-                step.name
-                for scope in frozen
-                if scope.kind is not ScopeKind.CLASS
-                for step in walk(scope.flow)
-                if isinstance(step, (ReadStep, WriteStep))
+            step_names=tuple(
+                sorted(
+                    {
+                        step.name
+                        for scope in frozen
+                        if scope.kind is not ScopeKind.CLASS
+                        for step in walk(scope.flow)
+                        if isinstance(step, (ReadStep, WriteStep))
+                    }
+                )
             ),
         )
 

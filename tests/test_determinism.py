@@ -91,3 +91,36 @@ def test_a_later_round_resolves_the_callers_of_every_changed_function_whatever_t
         outputs.add(done.stdout.strip())
     assert len(outputs) == 1, outputs
     assert "'pkg.b.user'" in outputs.pop()
+
+
+#: every fixture file's summary digest (what the result cache keys on), one line
+_DIGESTS = """
+import sys
+from pathlib import Path
+from flagtrace.discover import discover
+from flagtrace.index import index_file
+for root in sys.argv[1:]:  # one at a time: every fixture has its own ``pkg``
+    for source in discover([root], ()).files:
+        print(source.path, index_file(source).digest)
+"""
+
+
+def test_a_summary_pickles_to_the_same_bytes_whatever_the_hash_seed() -> None:
+    """A set in a summary would pickle in the seed's order: every run would then
+    miss the result cache (a comment, answered from the stored report in a
+    fraction of a second, cost a whole resolution on SGLang)."""
+    roots = sorted(str(p) for p in (REPO / "fixtures" / "flags").iterdir() if p.is_dir())
+    outputs = set()
+    for seed in ("1", "2", "3"):
+        done = subprocess.run(
+            [sys.executable, "-c", _DIGESTS, *roots],
+            env=dict(os.environ, PYTHONHASHSEED=seed),
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=REPO,
+        )
+        outputs.add(done.stdout)
+    (digests,) = outputs
+    assert digests.count("\n") > 200
+    assert " None" not in digests

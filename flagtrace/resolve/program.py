@@ -76,7 +76,8 @@ class Program:
         self.scopes: dict[str, Scope] = {}
         self.module_of: dict[str, str] = {}
         self.packages: set[str] = set()
-        # in the order given: two files can be the same module (the tables keep both)
+        # in the order given: discovery keeps one file per module, but a library caller
+        # may pass two summaries of one (the tables keep both, as built at once they did)
         self._summaries: list[ModuleSummary] = []
         for summary in summaries:
             self._summaries.append(summary)

@@ -26,7 +26,7 @@ from flagtrace.resolve.names import Names
 from flagtrace.resolve.objects import Objects
 from flagtrace.resolve.program import Program
 from flagtrace.resolve.state import RED, STATIC, TAINTED, Record, RoundMemo
-from flagtrace.resolve.values import MAX_VALUES, Value, order_key
+from flagtrace.resolve.values import MAX_VALUES, Value, Values, forget_orders, order_key
 
 MAX_ROUNDS = 4
 SiteKey = tuple[str, int]
@@ -61,6 +61,7 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
             stored: dict[str, dict[str, set[Value]]] = {}
             records: dict[object, Record] = {}
             static: dict[object, object] = {}
+            interned: dict[Values, Values] = {}
             kept: set[Any] = set()
             kept_fields: dict[object, object] = {}
             versions: dict[str, int] = {}
@@ -86,6 +87,7 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
                     recording=True,
                     records=records,
                     static=static,
+                    interned=interned,
                     kept=kept,
                     kept_fields=kept_fields,
                     round=number,
@@ -103,6 +105,7 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
             self._keep_held_answers()
             self._forget_records()
         finally:
+            forget_orders()
             sys.setrecursionlimit(old_limit)
 
     def settle(self) -> None:
@@ -134,6 +137,7 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
         memo.recording = False
         memo.records = {}
         memo.static = {}
+        memo.interned = {}
         memo.kept = set()
         memo.kept_fields = {}
         memo.params = {}

@@ -38,6 +38,10 @@ SCAN_CASES = sorted((REPO / "fixtures" / "scan").glob("*/case.json"))
 class Recomputing(Resolver):
     """Resolution that records nothing, so reuses nothing: the reference."""
 
+    def collect_stores(self, records: dict[int, list[Any]] | None = None) -> int:
+        self.memo.recording = False
+        return super().collect_stores(None)
+
     def _one_round(self, scopes: list[str] | None) -> set[str]:
         self.memo.recording = False
         return super()._one_round(scopes)
@@ -130,6 +134,39 @@ def test_a_later_round_reuses_the_sites_that_read_nothing_new(tmp_path: Path) ->
     assert [c.qualname for c in resolver.site_callees[("pkg.a.run", 1)]] == ["pkg.a.handler"]
     assert [c.qualname for c in resolver.site_callees[("pkg.a.run", 0)]] == ["pkg.a.helper"]
     assert resolver.sites_reused >= 2
+
+
+def test_collecting_reuses_the_stores_that_read_nothing_new(tmp_path: Path) -> None:
+    """Round 2 collects the container stores again: ``REGISTRY["a"] = handler``
+    read nothing that changed and is taken from round 1's collecting, while
+    ``LATE["b"] = fn`` reads ``register``'s parameter, bound in round 1, and is
+    evaluated again; its registry then holds ``other``, called in round 2."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text(
+        "def handler():\n"
+        "    pass\n"
+        "\n"
+        "def other():\n"
+        "    pass\n"
+        "\n"
+        "REGISTRY = {}\n"
+        "LATE = {}\n"
+        'REGISTRY["a"] = handler\n'
+        "\n"
+        "def register(fn):\n"
+        '    LATE["b"] = fn\n'
+        "\n"
+        "def main():\n"
+        "    register(other)\n"
+        '    REGISTRY["a"]()\n'
+        '    LATE["b"]()\n'
+    )
+    resolver = assert_resolves_alike(tmp_path)
+    assert [c.qualname for c in resolver.site_callees[("pkg.a.main", 1)]] == ["pkg.a.handler"]
+    assert [c.qualname for c in resolver.site_callees[("pkg.a.main", 2)]] == ["pkg.a.other"]
+    assert resolver.stores_reused >= 1
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ flows through containers and iteration."""
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from flagtrace.generators import ITER_BUILTINS
 from flagtrace.model import (
@@ -26,7 +27,7 @@ from flagtrace.model import (
     SuperExpr,
 )
 from flagtrace.resolve.program import Stored
-from flagtrace.resolve.state import STORES, FieldStore, ResolverBase
+from flagtrace.resolve.state import STATIC, STORES, TAINTED, FieldStore, ResolverBase
 from flagtrace.resolve.values import (
     BUILTIN,
     CLASS,
@@ -572,15 +573,44 @@ class Objects(ResolverBase):
             contents[key] |= values
         return contents
 
-    def collect_stores(self) -> None:
+    def collect_stores(self, records: dict[int, list[Any]] | None = None) -> int:
         """``d[k] = v``, ``d.update(...)``, ``l.append(v)``: what flows into
-        containers, gathered once at the start of a round."""
+        containers, gathered once at the start of a round.
+
+        ``records``: per store (its index in ``Program.container_stores``), what
+        evaluating its value and container read and what they were, kept from one
+        round's collecting to the next while the memo records (as the rounds keep
+        a call site's): a store whose reads all answer as they did is not
+        evaluated again. Why: collecting evaluated every store again at every
+        round, 8.7 and 13.7 s of SGLang 0.5.23's last two rounds. Returns how
+        many stores were taken from their records."""
         stores: dict[str, dict[str, set[Value]]] = defaultdict(lambda: defaultdict(set))
-        for qn, base, key, value in self.p.container_stores:
-            values = self.eval(qn, value)
+        memo = self.memo
+        reused = 0
+        recording = memo.recording and records is not None
+        for index, (qn, base, key, value) in enumerate(self.p.container_stores):
+            record = records.get(index) if records is not None and recording else None
+            if record is not None and memo.holds(record):
+                values, bases = record[-1]
+                reused += 1
+            elif records is not None and recording:
+                memo.frames.append([STATIC])
+                try:
+                    values = self.eval(qn, value)
+                    bases = self.eval(qn, base) if values else EMPTY
+                finally:
+                    read = memo.frames.pop()
+                if read[0] is TAINTED or memo.last:
+                    records.pop(index, None)
+                else:
+                    read.append((values, bases))
+                    records[index] = read
+            else:
+                values = self.eval(qn, value)
+                bases = self.eval(qn, base) if values else EMPTY
             if not values:
                 continue
-            for b in ordered(self.eval(qn, base)):
+            for b in ordered(bases):
                 if b[0] is not CONTAINER:
                     continue
                 if key == "**":  # update(other_display): merge its keys
@@ -594,6 +624,7 @@ class Objects(ResolverBase):
         self.memo.container_contents = {}
         self.memo.container_values = {}
         self.memo.container_joins = {}
+        return reused
 
     def _elements(self, values: set[Value], reader: str | None = None) -> set[Value]:
         """What iterating over ``values`` yields (``reader``: see ``container_items``)."""

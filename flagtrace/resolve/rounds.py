@@ -51,7 +51,10 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
         #: per call site: what resolving it read (``RoundMemo.frames``) and,
         #: last, what it gave; kept from round to round while the rounds run
         self._site_records: dict[SiteKey, list[Any]] = {}
+        #: the same per container store, for collecting (``collect_stores``)
+        self._store_records: dict[int, list[Any]] = {}
         self.sites_reused = 0
+        self.stores_reused = 0
 
     def run(self) -> None:
         old_limit = sys.getrecursionlimit()
@@ -62,6 +65,11 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
             records: dict[object, Record] = {}
             static: dict[object, object] = {}
             interned: dict[Values, Values] = {}
+            # collecting's lookups answer against the last round's stores: their
+            # records are apart from the round's own (``static`` answers, which
+            # read no store, are the same in both; the tables a stored program
+            # keeps take those of them it answered first, ``_keep_held_answers``)
+            collecting_records: dict[object, Record] = {}
             kept: set[Any] = set()
             kept_fields: dict[object, object] = {}
             versions: dict[str, int] = {}
@@ -73,8 +81,20 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
                 # stores of before, and the round then resolved that registry
                 # call to nothing (SGLang's ATTENTION_BACKENDS[backend_str](self),
                 # once a decorator's result stopped standing for every backend)
-                self.memo = RoundMemo(container_stores=self._copy_stores(stored))
-                self.collect_stores()
+                self.memo = RoundMemo(
+                    container_stores=self._copy_stores(stored),
+                    recording=True,
+                    records=collecting_records,
+                    static=static,
+                    interned=interned,
+                    kept=kept,  # a static answer it finds first is kept as the round's
+                    kept_fields=kept_fields,
+                    round=number,
+                    last=number == MAX_ROUNDS,
+                    params=self.param_values,
+                    store_versions=versions,  # bumped below, once collected
+                )
+                self.stores_reused += self.collect_stores(self._store_records)
                 stores = self.memo.container_stores
                 for origin in sorted(stores.keys() | stored.keys()):
                     if stores.get(origin, {}) != stored.get(origin, {}):
@@ -143,6 +163,7 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
         memo.params = {}
         memo.store_versions = {}
         self._site_records = {}
+        self._store_records = {}
 
     def _keep_held_answers(self) -> None:
         """Give the last round's tables of ``KEPT_ANSWERS`` every answer an

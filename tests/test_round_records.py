@@ -105,21 +105,21 @@ def test_generated_programs_resolve_alike_with_records_kept_between_rounds(
     assert_resolves_alike(random_program(seed, frozenset()).write(tmp_path))
 
 
+def write_package(root: Path, body: str) -> None:
+    """``pkg.a`` under ``root``: two functions to call, ``handler`` and ``other``, then ``body``."""
+    package = root / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("def handler():\n    pass\n\ndef other():\n    pass\n\n" + body)
+
+
 def test_a_later_round_reuses_the_sites_that_read_nothing_new(tmp_path: Path) -> None:
     """``run`` gains ``fn = handler`` in round 1, so round 2 resolves ``run`` and
     its caller ``main`` again: ``fn()`` reads the parameter and now reaches
     ``handler``; ``helper()`` and ``run(handler)`` read nothing that changed
     and are taken from round 1."""
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "a.py").write_text(
-        "def handler():\n"
-        "    pass\n"
-        "\n"
-        "def other():\n"
-        "    pass\n"
-        "\n"
+    write_package(
+        tmp_path,
         "def helper():\n"
         "    other()\n"
         "\n"
@@ -128,7 +128,7 @@ def test_a_later_round_reuses_the_sites_that_read_nothing_new(tmp_path: Path) ->
         "    fn()\n"
         "\n"
         "def main():\n"
-        "    run(handler)\n"
+        "    run(handler)\n",
     )
     resolver = assert_resolves_alike(tmp_path)
     assert [c.qualname for c in resolver.site_callees[("pkg.a.run", 1)]] == ["pkg.a.handler"]
@@ -141,16 +141,8 @@ def test_collecting_reuses_the_stores_that_read_nothing_new(tmp_path: Path) -> N
     read nothing that changed and is taken from round 1's collecting, while
     ``LATE["b"] = fn`` reads ``register``'s parameter, bound in round 1, and is
     evaluated again; its registry then holds ``other``, called in round 2."""
-    package = tmp_path / "pkg"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "a.py").write_text(
-        "def handler():\n"
-        "    pass\n"
-        "\n"
-        "def other():\n"
-        "    pass\n"
-        "\n"
+    write_package(
+        tmp_path,
         "REGISTRY = {}\n"
         "LATE = {}\n"
         'REGISTRY["a"] = handler\n'
@@ -161,7 +153,7 @@ def test_collecting_reuses_the_stores_that_read_nothing_new(tmp_path: Path) -> N
         "def main():\n"
         "    register(other)\n"
         '    REGISTRY["a"]()\n'
-        '    LATE["b"]()\n'
+        '    LATE["b"]()\n',
     )
     resolver = assert_resolves_alike(tmp_path)
     assert [c.qualname for c in resolver.site_callees[("pkg.a.main", 1)]] == ["pkg.a.handler"]

@@ -587,17 +587,17 @@ class Objects(ResolverBase):
         stores: dict[str, dict[str, set[Value]]] = defaultdict(lambda: defaultdict(set))
         memo = self.memo
         reused = 0
-        recording = memo.recording and records is not None
+        if not memo.recording:
+            records = None
         for index, (qn, base, key, value) in enumerate(self.p.container_stores):
-            record = records.get(index) if records is not None and recording else None
+            record = records.get(index) if records is not None else None
             if record is not None and memo.holds(record):
                 values, bases = record[-1]
                 reused += 1
-            elif records is not None and recording:
+            elif records is not None:
                 memo.frames.append([STATIC])
                 try:
-                    values = self.eval(qn, value)
-                    bases = self.eval(qn, base) if values else EMPTY
+                    values, bases = self._store_operands(qn, base, value)
                 finally:
                     read = memo.frames.pop()
                 if read[0] is TAINTED or memo.last:
@@ -606,8 +606,7 @@ class Objects(ResolverBase):
                     read.append((values, bases))
                     records[index] = read
             else:
-                values = self.eval(qn, value)
-                bases = self.eval(qn, base) if values else EMPTY
+                values, bases = self._store_operands(qn, base, value)
             if not values:
                 continue
             for b in ordered(bases):
@@ -625,6 +624,11 @@ class Objects(ResolverBase):
         self.memo.container_values = {}
         self.memo.container_joins = {}
         return reused
+
+    def _store_operands(self, qn: str, base: Expr, value: Stored) -> tuple[Values, Values]:
+        """A container store's values, and (only if there are any) its containers."""
+        values = self.eval(qn, value)
+        return values, self.eval(qn, base) if values else EMPTY
 
     def _elements(self, values: set[Value], reader: str | None = None) -> set[Value]:
         """What iterating over ``values`` yields (``reader``: see ``container_items``)."""

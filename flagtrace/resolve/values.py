@@ -111,9 +111,9 @@ def ordered(values: Collection[Value]) -> Iterable[Value]:
     return found
 
 
-#: ``ordered`` keeps the sorted order of sets of this many values or more, for the
-#: last ``_SORT_CACHE_SIZE`` sets it sorted (emptied when it is full, and by
-#: ``forget_orders`` when resolution ends). Why: on SGLang 0.5.23 thousands of
+#: ``ordered`` keeps the sorted order of sets of this many values or more, up to
+#: ``_SORT_CACHE_SIZE`` sets (emptied when full, and by ``forget_orders`` when
+#: resolution ends). Why: on SGLang 0.5.23 thousands of
 #: lookups answer the same set of ~1,900 values, each visited in order by every
 #: lookup that reads it; sorting it again each time was 6% of a cold run. A set
 #: found here is one of the resolver's interned answers (``RoundMemo.interned``),

@@ -125,7 +125,7 @@ def build_callgraph(project: Project, jedi_budget: float = 0.0) -> CallGraph:
 
     graph = graph_of(resolve_project(project))
     if jedi_budget > 0 and graph.unresolved:
-        graph, _ = settle_with_jedi(project, graph, graph.unresolved, jedi_budget)
+        graph, _, _ = settle_with_jedi(project, graph, graph.unresolved, jedi_budget)
     return graph
 
 
@@ -150,9 +150,10 @@ def settle_with_jedi(
     graph: CallGraph,
     sites: Sequence[UnresolvedCall],
     budget: float,
-) -> tuple[CallGraph, int]:
+) -> tuple[CallGraph, int, bool]:
     """Ask jedi about ``sites``: a new graph with the edges it settles (``graph``
-    itself when jedi was asked nothing), and the number of edges it settled."""
+    itself when jedi was asked nothing), the number of edges it settled, and
+    whether the budget ran out before it was asked about every site."""
     from flagtrace.jedi_fallback import settle
 
     roots = sorted({f.root for f in project.files})
@@ -160,7 +161,7 @@ def settle_with_jedi(
     known = {qn for qn, scope in program.scopes.items() if scope.kind is not ScopeKind.CLASS}
     result = settle(((u.scope, u) for u in sites), roots, known, budget)
     if not result.edges and not result.settled_sites and not result.queries:
-        return graph, 0
+        return graph, 0, result.out_of_budget
     settled = [
         (
             next(u.scope for u in sites if u.site == edge.site and u.location == edge.location),
@@ -171,7 +172,7 @@ def settle_with_jedi(
     new = graph.with_settled(
         list(zip(settled, result.edges, strict=True)), result.settled_sites, result.queries
     )
-    return new, len(result.edges)
+    return new, len(result.edges), result.out_of_budget
 
 
 def callgraph_pycg(paths: Sequence[str], jobs: int = 1) -> dict[str, list[str]]:
@@ -466,7 +467,7 @@ def _analyze_reusing(
         resolved = resolve_project(project)
         programs.put(program_key, resolved)
     programs.put_manifest(program_identity, file_states)
-    report, graph = analyze_project(
+    report, _ = analyze_project(
         project,
         graph_of(resolved),
         flags,
@@ -482,7 +483,8 @@ def _analyze_reusing(
         prunings=programs.prunings(program_key),
     )
     report = replace(report, seconds=time.perf_counter() - start)
-    if graph.jedi_queries == 0:  # jedi answers within a time budget: not reproducible
+    # jedi answers within a time budget: a run it ran out of is not reproducible
+    if not report.jedi_out_of_budget:
         stored_results.put([exact, by_summaries], report, file_states)
         stored_results.put_manifest(identity, file_states)
     return report
@@ -574,12 +576,20 @@ def analyze_project(
     root_index = once(pruned, ("roots", found_roots), lambda: RootIndex(pruned, found_roots))
     deadline = time.perf_counter() + jedi_budget
     latest = [graph]  # jedi's answers carry over to the flags after
+    #: jedi's budget ran out before it was asked about every site a verdict
+    #: rested on: those verdicts depend on how fast this machine was
+    out_of_budget = False
 
     def settle(current: CallGraph, sites: list[UnresolvedCall]) -> CallGraph | None:
-        remaining = deadline - time.perf_counter()
-        if remaining <= 0 or not sites:
+        nonlocal out_of_budget
+        if not sites or jedi_budget <= 0:
             return None
-        settled, edges = settle_with_jedi(project, current, sites, remaining)
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            out_of_budget = True
+            return None
+        settled, edges, ran_out = settle_with_jedi(project, current, sites, remaining)
+        out_of_budget = out_of_budget or ran_out
         latest[0] = settled
         return settled if edges else None
 
@@ -615,6 +625,7 @@ def analyze_project(
         entries_left_out=left_out,
         assumptions=pruning.uses(),
         roots=found_roots,
+        jedi_out_of_budget=out_of_budget,
     )
     return report, latest[0]
 

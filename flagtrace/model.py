@@ -1036,6 +1036,9 @@ class AnalysisReport:
     assumptions: tuple[AssumptionUse, ...] = ()
     #: the program roots found (``__main__`` modules, console scripts, configured ones)
     roots: tuple[ProgramRoot, ...] = ()
+    #: jedi's time budget ran out before it was asked about every unresolved call
+    #: a verdict rested on: those verdicts may say less than a larger budget's
+    jedi_out_of_budget: bool = False
 
 
 @record

@@ -22,8 +22,14 @@ Two keys lead to a stored report:
   their summaries, each identity (options and paths) keeps a manifest of the
   files of its last run.
 
-A report is stored only when it is reproducible: a run that asked jedi is not
-stored (jedi works within a time budget, so its answers depend on the machine).
+A report is stored only when it is reproducible. Jedi works within a time
+budget: a run whose budget ran out before jedi was asked about every call a
+verdict rested on is not stored (a faster machine, or a second try, gets
+further); one in which jedi answered everything it was asked is, since its
+answers then depend on the analysed files and jedi's version, which the key
+holds (and on files under the analysed roots that flagtrace leaves out, such as
+excluded ones and ``.pyi`` stubs, which it does not: edit one and the stored
+report can lag until an analysed file changes).
 Layout under the summary cache's directory: ``results/v<FORMAT>/<2 hex>/<key>.pkl``
 for reports and ``results/v<FORMAT>/manifests/<identity>.pkl``; atomic writes,
 and anything unreadable or foreign is a miss.
@@ -80,7 +86,9 @@ def analysis_digest(package: Path | None = None) -> str:
 
     here = package if package is not None else Path(__file__).resolve().parent
     digest = hashlib.sha256(
-        f"{__version__};{version('libcst')};{version('networkx')};{sys.version}".encode()
+        # jedi and parso: a stored report may hold what jedi settled
+        f"{__version__};{version('libcst')};{version('networkx')};{version('jedi')};"
+        f"{version('parso')};{sys.version}".encode()
     )
     for path in sorted(here.rglob("*.py")):
         relative = path.relative_to(here)

@@ -182,6 +182,7 @@ def to_dict(report: AnalysisReport) -> dict[str, Any]:
             "lines": report.lines,
             "seconds": round(report.seconds, 3),
             "entries_left_out": report.entries_left_out,
+            "jedi_out_of_budget": report.jedi_out_of_budget,
         },
         # where processes start: __main__ modules, console scripts, configured roots
         "roots": [

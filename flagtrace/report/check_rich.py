@@ -587,6 +587,14 @@ def render(report: AnalysisReport, options: RenderOptions) -> Iterator[str]:
                 style="dim",
             )
         )
+    if report.jedi_out_of_budget:
+        console.print(
+            Text(
+                "jedi's time budget ran out before it settled every unresolved call "
+                "a verdict rests on (--jedi-budget to give it more)",
+                style="yellow",
+            )
+        )
     console.print(
         Text(
             f"{report.files} files, {report.lines} lines analysed in {report.seconds:.1f}s",

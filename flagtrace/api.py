@@ -34,6 +34,7 @@ from flagtrace.scripts import Script, read_scripts
 if TYPE_CHECKING:
     from flagtrace.baseline import Baseline
     from flagtrace.callgraph import CallGraph
+    from flagtrace.program_store import ProgramStore
     from flagtrace.prune import StoredPrunings
     from flagtrace.resolve import ResolvedProgram
 
@@ -86,6 +87,61 @@ def load_project(
     return _project(
         found.files, results, (*found.diagnostics, *scripts.diagnostics), start, scripts.scripts
     )
+
+
+def _load_resolved(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    exclude: Sequence[str],
+    jobs: int | None,
+    on_result: Callable[[IndexResult], None] | None,
+    on_start: Callable[[int], None] | None,
+    cache: SummaryCache | None,
+    follow_external_symlinks: bool,
+) -> tuple[Project, ResolvedProgram]:
+    """``load_project`` then the resolved program. With a ``cache``, the program
+    comes from the program store when it holds one for these summaries (else it
+    is resolved and stored), and the paths' manifest is updated, as ``check``
+    does: either finds what the other stored."""
+    from flagtrace.index import read_keyed
+    from flagtrace.program_store import ProgramStore
+    from flagtrace.results import FileState
+
+    if cache is None or not cache.enabled:
+        project = load_project(
+            paths,
+            exclude=exclude,
+            jobs=jobs,
+            on_result=on_result,
+            on_start=on_start,
+            cache=cache,
+            follow_external_symlinks=follow_external_symlinks,
+        )
+        return project, resolve_project(project)
+    start = time.perf_counter()
+    found = discover(paths, exclude, follow_external_symlinks=follow_external_symlinks)
+    if on_start is not None:
+        on_start(len(found.files))
+    keyed = read_keyed(found.files, cache)
+    results = index_many(
+        found.files,
+        jobs=jobs if jobs is not None else default_jobs(),
+        on_result=on_result,
+        cache=cache,
+        keyed=keyed,
+    )
+    scripts = read_scripts(found.packaging)
+    project = _project(
+        found.files, results, (*found.diagnostics, *scripts.diagnostics), start, scripts.scripts
+    )
+    states = tuple(
+        FileState.of(source, key, result)
+        for source, (_, key), result in zip(found.files, keyed, results, strict=True)
+    )
+    programs = ProgramStore(cache)
+    resolved, _ = _stored_or_resolved(programs, programs.key(states), project)
+    programs.put_manifest(programs.identity([os.fspath(p) for p in paths], exclude), states)
+    return project, resolved
 
 
 def _project(
@@ -424,15 +480,7 @@ def _analyze_reusing(
         )
         for i, r in zip(indices, done, strict=True):
             fresh[i] = r
-            summary = r.summary
-            states[i] = FileState(
-                files[i].path,
-                files[i].module,
-                files[i].is_package,
-                keyed[i][1],
-                r.digest if summary is not None else None,
-                summary.lines if summary is not None else 0,
-            )
+            states[i] = FileState.of(files[i], keyed[i][1], r)
 
     index(unknown)
     file_states = tuple(s for s in states if s is not None)
@@ -457,15 +505,10 @@ def _analyze_reusing(
     project = _project(
         files, results, (*found.diagnostics, *scripts.diagnostics), start, scripts.scripts
     )
-    stored = programs.get(program_key, project.summaries)
-    if stored is not None:  # a new question on these summaries: no resolution
-        if on_reused is not None:
-            fresh_lines = sum(s.lines for i in unknown if (s := fresh[i].summary) is not None)
-            on_reused(len(files) - len(unknown), project.lines - fresh_lines)
-        resolved = stored
-    else:
-        resolved = resolve_project(project)
-        programs.put(program_key, resolved)
+    resolved, reused = _stored_or_resolved(programs, program_key, project)
+    if reused and on_reused is not None:  # a new question on these summaries: no resolution
+        fresh_lines = sum(s.lines for i in unknown if (s := fresh[i].summary) is not None)
+        on_reused(len(files) - len(unknown), project.lines - fresh_lines)
     programs.put_manifest(program_identity, file_states)
     report, _ = analyze_project(
         project,
@@ -488,6 +531,18 @@ def _analyze_reusing(
         stored_results.put([exact, by_summaries], report, file_states)
         stored_results.put_manifest(identity, file_states)
     return report
+
+
+def _stored_or_resolved(
+    programs: ProgramStore, key: str, project: Project
+) -> tuple[ResolvedProgram, bool]:
+    """The program stored under ``key`` (True), else ``project`` resolved and stored."""
+    stored = programs.get(key, project.summaries)
+    if stored is not None:
+        return stored, True
+    resolved = resolve_project(project)
+    programs.put(key, resolved)
+    return resolved, False
 
 
 @gc_deferred()
@@ -667,12 +722,14 @@ def scan(
 ) -> ScanReport:
     """Every flag in the code under ``paths`` (``flagtrace.inventory``), riskiest first.
 
-    No jedi: the inventory is the fallback of the hook and the review bot when
-    no flag is configured, and has to answer in seconds; ``check`` on a chosen
-    flag is where jedi may settle the calls a verdict rests on."""
+    No jedi: the inventory is the review bot's list of flags when none is
+    configured; ``check`` on a chosen flag is where jedi may settle the calls a
+    verdict rests on. With a ``cache``, the resolved program is taken from the
+    program store, and stored there (``flagtrace.program_store``): a scan after
+    a ``check`` of the same tree, or a second scan, does not resolve it again."""
     from flagtrace.inventory import inventory
 
-    project = load_project(
+    project, resolved = _load_resolved(
         paths,
         exclude=exclude,
         jobs=jobs,
@@ -682,8 +739,7 @@ def scan(
         follow_external_symlinks=follow_external_symlinks,
     )
     start = time.perf_counter()
-    graph = build_callgraph(project)
-    flags = inventory(graph)
+    flags = inventory(graph_of(resolved))
     return ScanReport(
         flags=tuple(flags),
         errors=project.diagnostics,

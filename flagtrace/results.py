@@ -60,7 +60,7 @@ from flagtrace.cache import (
     encode_entry,
     load_entry,
 )
-from flagtrace.model import AnalysisReport, Diagnostic, SourceFile
+from flagtrace.model import AnalysisReport, Diagnostic, IndexResult, SourceFile
 
 #: The layout and encoding of stored reports (2: ``cache.encode_entry``, read
 #: without running code; 1 was plain pickles, left behind in ``results/v1``;
@@ -112,6 +112,19 @@ class FileState:
     content_key: str | None  # None: unreadable or too large (never matches a stored one)
     digest: str | None  # summary digest; None: the file could not be indexed
     lines: int
+
+    @classmethod
+    def of(cls, source: SourceFile, content_key: str | None, result: IndexResult) -> FileState:
+        """The state of ``source`` as indexing left it (``content_key``: ``read_keyed``'s)."""
+        summary = result.summary
+        return cls(
+            source.path,
+            source.module,
+            source.is_package,
+            content_key,
+            result.digest if summary is not None else None,
+            summary.lines if summary is not None else 0,
+        )
 
     @property
     def summary_part(self) -> str:

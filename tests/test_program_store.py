@@ -28,7 +28,7 @@ from flagtrace.prune import Pruning
 from flagtrace.resolve import ResolvedProgram, resolve
 from flagtrace.resolve.rounds import KEPT_ANSWERS
 from flagtrace.resolve.state import RoundMemo, RunMemo
-from tests.regen_goldens import CASES, Case, case_roots, normalise
+from tests.regen_goldens import CASES, SCAN_CASES, Case, case_roots, normalise
 from tests.registry import REPO
 from tests.test_cache_safety import _short, payloads
 
@@ -144,6 +144,55 @@ def test_every_flag_fixture_answered_from_a_stored_program_matches_its_golden(
     assert code == case.exit_code
     golden = case.golden.read_text(encoding="utf-8")
     assert normalise((tmp_path / "out.json").read_text(encoding="utf-8")) == golden
+
+
+@pytest.mark.parametrize("name", [root.name for root in case_roots(SCAN_CASES)])
+def test_a_second_scan_of_every_scan_fixture_resolves_nothing_and_matches_its_golden(
+    name: str, tmp_path: Path, resolutions: Resolutions
+) -> None:
+    case = Case.load(SCAN_CASES / name)
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    here = os.getcwd()
+    os.chdir(case.root)
+    try:
+        outs = [tmp_path / "first.json", tmp_path / "second.json"]
+        codes = [
+            main(["scan", ".", *case.args, "--format", "json", "-q", *cache, "-o", str(out)])
+            for out in outs
+        ]
+    finally:
+        os.chdir(here)
+    assert resolutions.count == 1, "the second scan resolved the program again"
+    assert codes == [case.exit_code] * 2
+    golden = case.golden.read_text(encoding="utf-8")
+    assert [normalise(out.read_text(encoding="utf-8")) for out in outs] == [golden] * 2
+
+
+def test_scan_and_check_share_the_stored_program(
+    tree: Path, tmp_path: Path, resolutions: Resolutions
+) -> None:
+    cache, out = tmp_path / "cache", tmp_path / "out.json"
+
+    def scan() -> str:
+        here = os.getcwd()
+        os.chdir(tree)
+        try:
+            main(["scan", ".", "--format", "json", "-q", "--cache-dir", str(cache), "-o", str(out)])
+        finally:
+            os.chdir(here)
+        return normalise(out.read_text(encoding="utf-8"))
+
+    scanned = scan()
+    assert resolutions.count == 1 and len(stored_entries(cache)) == 1
+    answered = check(tree, FIRST, cache, out)
+    assert resolutions.count == 1  # the check took the program the scan stored
+    assert answered == check(tree, FIRST, None, tmp_path / "cold.json")
+    assert resolutions.count == 2  # the cold check, run without a cache
+    shutil.rmtree(cache / "programs")
+    check(tree, SECOND, cache, out)  # stores the program again
+    assert resolutions.count == 3
+    assert scan() == scanned
+    assert resolutions.count == 3  # the scan took the program the check stored
 
 
 # --------------------------------------------------------------------------

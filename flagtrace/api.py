@@ -710,6 +710,30 @@ def filter_report(
     return report
 
 
+def flag_names(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    exclude: Sequence[str] = (),
+    jobs: int | None = None,
+    cache: SummaryCache | None = None,
+    follow_external_symlinks: bool = False,
+) -> tuple[str, ...]:
+    """The flags ``scan`` lists under ``paths``, sorted, none of them judged
+    (``inventory.flag_names``)."""
+    from flagtrace.inventory import flag_names as names_of
+
+    _, resolved = _load_resolved(
+        paths,
+        exclude=exclude,
+        jobs=jobs,
+        on_result=None,
+        on_start=None,
+        cache=cache,
+        follow_external_symlinks=follow_external_symlinks,
+    )
+    return tuple(names_of(graph_of(resolved)))
+
+
 def scan(
     paths: Sequence[str | os.PathLike[str]],
     *,

@@ -2,9 +2,9 @@
 
 A flag is a module global that some function writes (``global X; X = v``,
 ``mod.X = v``, ``setattr(mod, "X", v)``, ``del X``). ``flagtrace scan`` lists
-them with their setters, accessors, read sites and hazards, riskiest first; it
-is what the pre-commit hook and the review bot fall back to when no flag is
-configured, so it has to be fast on a large codebase.
+them with their setters, accessors, read sites and hazards, riskiest first.
+The review bot, when no flag is configured, asks ``check`` about the flags it
+would list (``flag_names``: the index alone, nothing judged).
 
 Why one pass and not ``check`` per candidate: ``FlagEffects`` walks every
 scope of the program for its one flag, so asking it about each module global
@@ -73,28 +73,8 @@ def module_globals(graph: CallGraph) -> dict[tuple[str, str], Flag]:
 
 def inventory(graph: CallGraph) -> list[FlagInventory]:
     """Every module global written from inside a function, riskiest first."""
-    p = graph.program
-    globals_ = module_globals(graph)
-    defined_in: dict[str, list[str]] = defaultdict(list)
-    for module, name in globals_:
-        defined_in[name].append(module)
-    writes: dict[tuple[str, str], list[_Site]] = defaultdict(list)
-    reads: dict[str, list[_Site]] = defaultdict(list)
-    for qn, scope in p.scopes.items():
-        if scope.kind is ScopeKind.CLASS:
-            continue
-        for step in walk(scope.flow):
-            if isinstance(step, ReadStep):
-                if step.name in defined_in:
-                    reads[step.name].append(_Site(qn, step))
-            elif (
-                isinstance(step, WriteStep)
-                and scope.kind is not ScopeKind.MODULE
-                and step.name in defined_in
-            ):
-                for module in _modules_named(graph, qn, step, defined_in[step.name]):
-                    writes[(module, step.name)].append(_Site(qn, step))
-    shared = shared_index(p)
+    globals_, writes, reads = _sites(graph)
+    shared = shared_index(graph.program)
     # judged as ``check`` judges a flag with no fact assumed: on the graph without the
     # hops that cannot run (guards made of constants, classes never instantiated), so
     # that the hook's inventory and ``check`` report the same setters and hazards
@@ -118,6 +98,43 @@ def inventory(graph: CallGraph) -> list[FlagInventory]:
         )
     )
     return out
+
+
+def flag_names(graph: CallGraph) -> list[str]:
+    """The qualified names of the flags ``inventory`` lists, sorted, without judging
+    any: what the review bot asks ``check`` about when no flag is configured, where
+    the inventory's hazard checks (minutes on vLLM) would be thrown away."""
+    globals_, writes, _ = _sites(graph)
+    return sorted(globals_[key].qualname for key in writes)
+
+
+def _sites(
+    graph: CallGraph,
+) -> tuple[dict[tuple[str, str], Flag], dict[tuple[str, str], list[_Site]], dict[str, list[_Site]]]:
+    """Every module global, the writes from a function of each one written so
+    (insertion order: the order of the scopes), and every read by name."""
+    p = graph.program
+    globals_ = module_globals(graph)
+    defined_in: dict[str, list[str]] = defaultdict(list)
+    for module, name in globals_:
+        defined_in[name].append(module)
+    writes: dict[tuple[str, str], list[_Site]] = defaultdict(list)
+    reads: dict[str, list[_Site]] = defaultdict(list)
+    for qn, scope in p.scopes.items():
+        if scope.kind is ScopeKind.CLASS:
+            continue
+        for step in walk(scope.flow):
+            if isinstance(step, ReadStep):
+                if step.name in defined_in:
+                    reads[step.name].append(_Site(qn, step))
+            elif (
+                isinstance(step, WriteStep)
+                and scope.kind is not ScopeKind.MODULE
+                and step.name in defined_in
+            ):
+                for module in _modules_named(graph, qn, step, defined_in[step.name]):
+                    writes[(module, step.name)].append(_Site(qn, step))
+    return globals_, writes, reads
 
 
 def _modules_named(

@@ -170,20 +170,22 @@ def _every_flag(
     options: ReviewOptions,
     cache: SummaryCache | None,
 ) -> tuple[str, ...]:
-    """No flag configured: every flag either side has (``flagtrace scan``'s inventory)."""
-    from flagtrace.api import scan
+    """No flag configured: every flag either side has (those ``flagtrace scan``
+    lists; their names only, the scan's hazard checks are not run)."""
+    from flagtrace.api import flag_names
 
     names: set[str] = set()
     for root in roots:
         with inside(root):
-            report = scan(
-                paths,
-                exclude=options.exclude,
-                jobs=options.jobs,
-                cache=cache,
-                follow_external_symlinks=options.follow_external_symlinks,
+            names.update(
+                flag_names(
+                    paths,
+                    exclude=options.exclude,
+                    jobs=options.jobs,
+                    cache=cache,
+                    follow_external_symlinks=options.follow_external_symlinks,
+                )
             )
-        names.update(f.qualname for f in report.flags)
     return tuple(sorted(names))
 
 

@@ -572,6 +572,7 @@ def analyze_project(
     ``FactError``). ``prunings``: the prunings earlier runs stored for this
     resolved program (``flagtrace.program_store``), reused and added to."""
     from flagtrace.effects import FlagLookupError, find_flags
+    from flagtrace.interpret import FlagIndependent
     from flagtrace.pergraph import once
     from flagtrace.programs import RootIndex, find_roots
     from flagtrace.prune import pruning_for
@@ -648,6 +649,7 @@ def analyze_project(
         latest[0] = settled
         return settled if edges else None
 
+    independent = FlagIndependent()  # what the flags' interpreters share
     for spec in flags:
         try:
             flag = find_flags(program, spec)
@@ -667,6 +669,7 @@ def analyze_project(
                     roots=root_index.rebuilt(latest[0]),
                     sticky_anywhere=sticky_anywhere,
                     set_by=set_by,
+                    independent=independent,
                 )
             )
         except SetByError as exc:

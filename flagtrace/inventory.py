@@ -31,7 +31,7 @@ from flagtrace.effects import (
     sets_flag,
     shared_index,
 )
-from flagtrace.interpret import Interpreter
+from flagtrace.interpret import FlagIndependent, Interpreter
 from flagtrace.model import (
     CallExpr,
     CallKind,
@@ -79,7 +79,7 @@ def inventory(graph: CallGraph) -> list[FlagInventory]:
     # hops that cannot run (guards made of constants, classes never instantiated), so
     # that the hook's inventory and ``check`` report the same setters and hazards
     pruning = Pruning(graph)
-    judged = Judged(pruning.graph, pruning if pruning.active else None, shared)
+    judged = Judged(pruning.graph, pruning if pruning.active else None, shared, FlagIndependent())
     threads = threads_of(judged.graph)
     out = [
         _entry(graph, judged, globals_[key], sites, reads[key[1]], threads)
@@ -154,6 +154,7 @@ class Judged:
     graph: CallGraph
     oracle: Pruning | None
     shared: SharedIndex
+    independent: FlagIndependent  # what the interpreters compute that no flag changes
 
 
 def _entry(
@@ -179,7 +180,7 @@ def _entry(
             break
     if sets:
         fx = FlagEffects(judged.graph, flag, judged.shared)
-        interp = Interpreter(fx, judged.oracle)
+        interp = Interpreter(fx, judged.oracle, judged.independent)
         hazards = find_hazards(fx, interp, threads)
         guarded = nesting_guarded(fx, interp)
         by_setter: dict[str, list[HazardKind]] = defaultdict(list)

@@ -16,7 +16,7 @@ from flagtrace.checks import find_hazards, nesting_guarded
 from flagtrace.effects import Flag, FlagEffects, ValueKind
 from flagtrace.flagstate import UNSET, join
 from flagtrace.guards_eval import unparen
-from flagtrace.interpret import GuardOracle, Interpreter
+from flagtrace.interpret import FlagIndependent, GuardOracle, Interpreter
 from flagtrace.model import (
     CallSite,
     EntryVerdict,
@@ -174,6 +174,7 @@ def analyse_flag(
     roots: RootIndex | None = None,
     sticky_anywhere: bool = False,
     set_by: Sequence[str] = (),
+    independent: FlagIndependent | None = None,
 ) -> FlagReport:
     """``graph`` is the graph to judge on: with ``pruning``, its pruned graph (whose
     guard evaluator the interpreter then uses too), and a *never* verdict for a
@@ -181,9 +182,12 @@ def analyse_flag(
     sticky writes to program roots (``flagtrace.programs``; None or
     ``sticky_anywhere``: a sticky write anywhere may run before any entry);
     ``set_by`` restricts the verdicts to the values those setters write
-    (``flagtrace.setby``; hazards and setters are reported in full)."""
+    (``flagtrace.setby``; hazards and setters are reported in full).
+    ``independent`` keeps what does not depend on the flag for the next flags
+    judged on these graphs."""
     oracle = pruning if pruning is not None and pruning.active else None
-    fx, interp, reach = _engine(graph, flag, reads, oracle)
+    shared = independent if independent is not None else FlagIndependent()
+    fx, interp, reach = _engine(graph, flag, reads, oracle, shared=shared)
     hazards = find_hazards(fx, interp)
     guarded = nesting_guarded(fx, interp)
     by_setter: dict[str, list[HazardKind]] = {}
@@ -204,7 +208,7 @@ def analyse_flag(
     live = pruning.live if pruning is not None else None
     chosen = resolve_set_by(fx, set_by) if set_by else frozenset()
     if chosen:
-        fx, interp, reach = _engine(graph, flag, reads, oracle, chosen)
+        fx, interp, reach = _engine(graph, flag, reads, oracle, chosen, shared)
     sticky = _Sticky(interp, graph, roots, sticky_anywhere, live)
     verdicts = []
     unpruned: list[_Unpruned] = []  # the engine on the full graph, built on demand
@@ -218,7 +222,7 @@ def analyse_flag(
             settled = settle(graph, [u for u in graph.unresolved if u.caller in reachable])
             if settled is not None:
                 graph = settled
-                fx, interp, reach = _engine(graph, flag, reads, oracle, chosen)
+                fx, interp, reach = _engine(graph, flag, reads, oracle, chosen, shared)
                 roots = roots.rebuilt(graph) if roots is not None else None
                 sticky = _Sticky(interp, graph, roots, sticky_anywhere, live)
                 verdict = _verdict(fx, interp, reach, graph, entry, sticky)
@@ -278,9 +282,10 @@ def _engine(
     reads: Sequence[str],
     guards: GuardOracle | None = None,
     set_by: frozenset[str] = frozenset(),
+    shared: FlagIndependent | None = None,
 ) -> tuple[FlagEffects, Interpreter, Reach]:
     fx = FlagEffects(graph, flag, set_by=set_by)
-    interp = Interpreter(fx, guards)
+    interp = Interpreter(fx, guards, shared)
     return fx, interp, Reach(interp, frozenset(reads))
 
 
@@ -306,7 +311,9 @@ def _explain_pruned(
     """A *never* verdict on the pruned graph: if the entry observes the flag set
     without pruning, the first hop of that witness that cannot run, in the reason."""
     if not memo:
-        fx, interp, reach = _engine(pruning.full, flag, reads, None, pruned.interp.fx.set_by)
+        fx, interp, reach = _engine(
+            pruning.full, flag, reads, None, pruned.interp.fx.set_by, pruned.interp.shared
+        )
         roots = pruned.roots.rebuilt(pruning.full) if pruned.roots is not None else None
         sticky = _Sticky(interp, pruning.full, roots, pruned.writes.anywhere_asked)
         memo.append(_Unpruned(fx, interp, reach, sticky))

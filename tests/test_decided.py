@@ -110,3 +110,27 @@ def test_a_path_no_run_can_take_is_never(tmp_path: Path, case: str) -> None:
 @pytest.mark.parametrize("case", sorted(OBSERVES))
 def test_what_the_rules_must_not_decide_still_observes_set(tmp_path: Path, case: str) -> None:
     assert _observes(tmp_path, OBSERVES[case])
+
+
+def test_flags_judged_in_one_run_share_only_what_no_flag_changes(tmp_path: Path) -> None:
+    """Which functions never return is computed once for all the flags of a run
+    (``interpret.FlagIndependent``): each flag's report is the one it gets alone,
+    on a program where that set decides a *never* for one flag and not the other."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "state.py").write_text(_STATE)
+    (pkg / "other.py").write_text(_STATE.replace("_on", "_other"))
+    (pkg / "work.py").write_text(
+        "from pkg import other, state\n\n" + NEVER["a call that always raises"] + "\n\n"
+        "def entry2():\n    try:\n        with other.leaky():\n            fail()\n"
+        "    except ValueError:\n        pass\n    other.read()\n\n"
+        'if __name__ == "__main__":\n    entry()\n    entry2()\n'
+    )
+    flags, entries = ["pkg.state._on", "pkg.other._other"], [ENTRY, "pkg.work.entry2"]
+    together = analyze([str(tmp_path)], flags, entries, jobs=1)
+    alone = [analyze([str(tmp_path)], [f], entries, jobs=1).flags[0] for f in flags]
+    assert list(together.flags) == alone
+    verdicts = {(r.qualname, e.entry): e.observes_set for r in alone for e in r.entries}
+    assert verdicts[("pkg.state._on", ENTRY)] is False  # fail() never returns
+    assert verdicts[("pkg.other._other", "pkg.work.entry2")] is True  # its exception leaks

@@ -749,11 +749,13 @@ def scan(
 ) -> ScanReport:
     """Every flag in the code under ``paths`` (``flagtrace.inventory``), riskiest first.
 
-    No jedi: the inventory is the review bot's list of flags when none is
-    configured; ``check`` on a chosen flag is where jedi may settle the calls a
-    verdict rests on. With a ``cache``, the resolved program is taken from the
-    program store, and stored there (``flagtrace.program_store``): a scan after
-    a ``check`` of the same tree, or a second scan, does not resolve it again."""
+    ``jobs`` worker processes index the files, then judge the flags (forked, where
+    the platform forks: ``flagtrace.forked``). No jedi: the inventory is the list of
+    flags a person reads first, and ``check`` on a chosen flag is where jedi may
+    settle the calls a verdict rests on. With a ``cache``, the resolved program
+    is taken from the program store, and stored there (``flagtrace.program_store``):
+    a scan after a ``check`` of the same tree, or a second scan, does not resolve
+    it again."""
     from flagtrace.inventory import inventory
 
     project, resolved = _load_resolved(
@@ -766,7 +768,7 @@ def scan(
         follow_external_symlinks=follow_external_symlinks,
     )
     start = time.perf_counter()
-    flags = inventory(graph_of(resolved))
+    flags = inventory(graph_of(resolved), jobs=jobs if jobs is not None else default_jobs())
     return ScanReport(
         flags=tuple(flags),
         errors=project.diagnostics,

@@ -31,6 +31,7 @@ from flagtrace.effects import (
     sets_flag,
     shared_index,
 )
+from flagtrace.forked import answer_all
 from flagtrace.interpret import FlagIndependent, Interpreter
 from flagtrace.model import (
     CallExpr,
@@ -71,18 +72,22 @@ def module_globals(graph: CallGraph) -> dict[tuple[str, str], Flag]:
     return out
 
 
-def inventory(graph: CallGraph) -> list[FlagInventory]:
-    """Every module global written from inside a function, riskiest first."""
+#: fewer flags to judge than this are judged in this process: forking costs more
+#: than it saves on a small program (a test fixture has a handful)
+FORK_FROM = 16
+
+
+def inventory(graph: CallGraph, jobs: int = 1, fork_from: int = FORK_FROM) -> list[FlagInventory]:
+    """Every module global written from inside a function, riskiest first.
+
+    The flags with a setting write get the full engine, each on its own; with
+    ``jobs`` > 1 and at least ``fork_from`` of them, in that many forked workers
+    (``flagtrace.forked``) sharing what every flag's engine reads, built first."""
     globals_, writes, reads = _sites(graph)
-    shared = shared_index(graph.program)
-    # judged as ``check`` judges a flag with no fact assumed: on the graph without the
-    # hops that cannot run (guards made of constants, classes never instantiated), so
-    # that the hook's inventory and ``check`` report the same setters and hazards
-    pruning = Pruning(graph)
-    judged = Judged(pruning.graph, pruning if pruning.active else None, shared, FlagIndependent())
-    threads = threads_of(judged.graph)
+    setting = [key for key, sites in writes.items() if _sets(graph, globals_[key], sites)]
+    judged = _judge_all(graph, setting, globals_, writes, jobs, fork_from) if setting else {}
     out = [
-        _entry(graph, judged, globals_[key], sites, reads[key[1]], threads)
+        judged[key] if key in judged else _unjudged(graph, globals_[key], sites, reads[key[1]])
         for key, sites in writes.items()
     ]
     # hazards first (more kinds of hazard first: on SGLang nearly every init-once global is a
@@ -157,58 +162,91 @@ class Judged:
     independent: FlagIndependent  # what the interpreters compute that no flag changes
 
 
-def _entry(
+def _judge_all(
     graph: CallGraph,
-    judged: Judged,
-    flag: Flag,
-    writes: list[_Site],
-    reads: list[_Site],
-    threads: Threads,
-) -> FlagInventory:
-    """One flag's line: the full engine when something sets it, else the index alone
-    (``graph`` is the program as resolved, where readers are counted)."""
+    keys: list[tuple[str, str]],
+    globals_: dict[tuple[str, str], Flag],
+    writes: dict[tuple[str, str], list[_Site]],
+    jobs: int,
+    fork_from: int,
+) -> dict[tuple[str, str], FlagInventory]:
+    """The lines of the flags of ``keys``, each judged by the full engine."""
+    # judged as ``check`` judges a flag with no fact assumed: on the graph without the
+    # hops that cannot run (guards made of constants, classes never instantiated), so
+    # that the hook's inventory and ``check`` report the same setters and hazards
+    pruning = Pruning(graph)
+    oracle = pruning if pruning.active else None
+    judged = Judged(pruning.graph, oracle, shared_index(graph.program), FlagIndependent())
+    threads = threads_of(judged.graph)
+
+    def judge(i: int) -> FlagInventory:
+        return _judged(graph, judged, globals_[keys[i]], writes[keys[i]], threads)
+
+    if jobs > 1 and len(keys) >= fork_from:
+        # built once here and shared by the workers, each of which would build it again
+        judged.independent.never_returns(judged.graph, judged.oracle)
+        answers = answer_all(judge, len(keys), jobs)
+    else:
+        answers = [judge(i) for i in range(len(keys))]
+    return dict(zip(keys, answers, strict=True))
+
+
+def _sets(graph: CallGraph, flag: Flag, writes: list[_Site]) -> bool:
+    """Does one of ``writes`` (may) set the flag? Only such a flag has setters and
+    hazards, and gets the full engine."""
     p = graph.program
-    initial = flag.initial_kind
-    writers = sorted({w.scope for w in writes})
-    sets = False
     for w in writes:
         assert isinstance(w.step, WriteStep)
         scope = p.scopes[w.scope]
         kind = _classify_write(w.step, scope, _saved_names(scope, flag.name))[0]
-        if sets_flag(kind, initial) is not False:
-            sets = True
-            break
-    if sets:
-        fx = FlagEffects(judged.graph, flag, judged.shared)
-        interp = Interpreter(fx, judged.oracle, judged.independent)
-        hazards = find_hazards(fx, interp, threads)
-        guarded = nesting_guarded(fx, interp)
-        by_setter: dict[str, list[HazardKind]] = defaultdict(list)
-        for h in hazards:
-            by_setter[_setter_key(fx, h.function)].append(h.kind)
-        setters = tuple(
-            SetterFinding(
-                s.function,
-                s.kind,
-                _shown_value(s.value),
-                s.location,
-                tuple(sorted(set(by_setter.get(s.function, [])))),
-                s.function in guarded,
-            )
-            for s in sorted(fx.setters.values(), key=lambda s: s.function)
+        if sets_flag(kind, flag.initial_kind) is not False:
+            return True
+    return False
+
+
+def _judged(
+    graph: CallGraph, judged: Judged, flag: Flag, writes: list[_Site], threads: Threads
+) -> FlagInventory:
+    """The line of a flag something sets: the full engine, on the pruned graph
+    (``graph`` is the program as resolved, where readers are counted)."""
+    p = graph.program
+    fx = FlagEffects(judged.graph, flag, judged.shared)
+    interp = Interpreter(fx, judged.oracle, judged.independent)
+    hazards = find_hazards(fx, interp, threads)
+    guarded = nesting_guarded(fx, interp)
+    by_setter: dict[str, list[HazardKind]] = defaultdict(list)
+    for h in hazards:
+        by_setter[_setter_key(fx, h.function)].append(h.kind)
+    setters = tuple(
+        SetterFinding(
+            s.function,
+            s.kind,
+            _shown_value(s.value),
+            s.location,
+            tuple(sorted(set(by_setter.get(s.function, [])))),
+            s.function in guarded,
         )
-        readers = _reads(graph, fx)
-        return FlagInventory(
-            flag.qualname,
-            flag.location,
-            flag.initial,
-            setters,
-            tuple(writers),
-            tuple(sorted(fx.accessors)),
-            len(readers),
-            len({p.module_of.get(r.function, r.function) for r in readers}),
-            tuple(hazards),
-        )
+        for s in sorted(fx.setters.values(), key=lambda s: s.function)
+    )
+    readers = _reads(graph, fx)
+    return FlagInventory(
+        flag.qualname,
+        flag.location,
+        flag.initial,
+        setters,
+        tuple(sorted({w.scope for w in writes})),
+        tuple(sorted(fx.accessors)),
+        len(readers),
+        len({p.module_of.get(r.function, r.function) for r in readers}),
+        tuple(hazards),
+    )
+
+
+def _unjudged(
+    graph: CallGraph, flag: Flag, writes: list[_Site], reads: list[_Site]
+) -> FlagInventory:
+    """The line of a flag nothing sets (only cleared or reset): the index alone."""
+    p = graph.program
     direct = [
         r for r in reads if flag.module in _modules_named(graph, r.scope, r.step, [flag.module])
     ]
@@ -217,7 +255,7 @@ def _entry(
         flag.location,
         flag.initial,
         (),
-        tuple(writers),
+        tuple(sorted({w.scope for w in writes})),
         (),
         len(direct),
         len({p.module_of.get(owner_of(p, r.scope), r.scope) for r in direct}),

@@ -4,6 +4,8 @@
   flag fixtures do (``tests/regen_goldens.py`` writes both);
 * the one-pass index agrees with the per-flag engine: for every flag of every flag fixture,
   the setters and hazards ``scan`` lists are those ``check --flag`` finds;
+* flags judged in forked workers (``flagtrace.forked``) are judged as in one process, on
+  every fixture and on SGLang;
 * on the real SGLang 0.5.9 (slow), the flags the project exists for are listed with their setters.
 """
 
@@ -98,12 +100,24 @@ def test_scan_of_no_python_file_is_exit_2(tmp_path: Path) -> None:
     assert main(["scan", str(tmp_path / "missing"), "--no-cache", "-q", "--format", "json"]) == 2
 
 
+@pytest.mark.parametrize("name", FLAG_CASE_NAMES + SCAN_CASE_NAMES)
+def test_flags_judged_in_forked_workers_are_judged_as_in_one_process(name: str) -> None:
+    root = CASES / name if name in FLAG_CASE_NAMES else SCAN_CASES / name
+    graph = build_callgraph(load_project([str(root / "pkg")], jobs=1))
+    alone = inventory(graph, jobs=1)
+    assert inventory(graph, jobs=2, fork_from=1) == alone
+
+
 @pytest.mark.slow
 def test_scan_lists_the_sglang_flags(registry: PytestRegistry) -> None:
     root: Path = registry.download("sglang==0.5.9")
-    report = scan([str(root / "sglang")])
-    assert report.errors == ()
-    by_name = {f.qualname.rpartition(".")[2]: f for f in report.flags}
+    project = load_project([str(root / "sglang")])
+    assert project.diagnostics == ()
+    graph = build_callgraph(project)
+    flags = inventory(graph, jobs=2)  # 144 flags judged by 2 forked workers
+    # each flag is judged on what was built before the fork, as one process judges it
+    assert flags == inventory(graph, jobs=1)
+    by_name = {f.qualname.rpartition(".")[2]: f for f in flags}
     for name in (
         "_in_piecewise_cuda_graph",
         "_in_pcg_torch_compile",

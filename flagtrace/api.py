@@ -34,9 +34,14 @@ from flagtrace.scripts import Script, read_scripts
 if TYPE_CHECKING:
     from flagtrace.baseline import Baseline
     from flagtrace.callgraph import CallGraph
+    from flagtrace.effects import Flag
+    from flagtrace.interpret import FlagIndependent
     from flagtrace.program_store import ProgramStore
-    from flagtrace.prune import StoredPrunings
+    from flagtrace.prune import Notes, Pruning, StoredPrunings
     from flagtrace.resolve import ResolvedProgram
+
+    #: jedi's settling of a verdict's unresolved calls (``verdicts.analyse_flag``)
+    Settle = Callable[[CallGraph, list[UnresolvedCall]], CallGraph | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,6 +341,7 @@ def analyze(
         include_tests,
         assume,
         program,
+        jobs=jobs if jobs is not None else default_jobs(),
     )
     return replace(report, seconds=time.perf_counter() - start)
 
@@ -350,6 +356,7 @@ def _whole_program(
     include_tests: bool = False,
     assume: Sequence[str] = (),
     program: ProgramOptions | None = None,
+    jobs: int = 1,
 ) -> tuple[AnalysisReport, CallGraph]:
     """Resolve, build the graph and analyse the flags of an indexed project."""
     graph = build_callgraph(project)
@@ -367,6 +374,7 @@ def _whole_program(
         roots=program.roots,
         set_by=program.set_by,
         sticky_anywhere=program.sticky_anywhere,
+        jobs=jobs,
     )
     return report, graph
 
@@ -524,6 +532,7 @@ def _analyze_reusing(
         set_by=program.set_by,
         sticky_anywhere=program.sticky_anywhere,
         prunings=programs.prunings(program_key),
+        jobs=jobs,
     )
     report = replace(report, seconds=time.perf_counter() - start)
     # jedi answers within a time budget: a run it ran out of is not reproducible
@@ -545,6 +554,69 @@ def _stored_or_resolved(
     return resolved, False
 
 
+#: fewer flags than this are judged in this process: forking costs more than it
+#: saves on small programs, and a check of one or two flags has nothing to share
+FORK_FROM = 4
+
+
+class _AsksJedi(Exception):
+    """A flag judged in a forked worker would ask jedi: it is judged in the parent."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    """A flag judged in a forked worker: its report (or error), what it noted in the
+    pruning, and whether jedi's budget was gone when its verdict would have asked."""
+
+    outcome: FlagReport | Diagnostic
+    notes: Notes
+    out_of_budget: bool
+
+
+def _forked_answers(
+    judge: Callable[[Flag, CallGraph, Settle], FlagReport | Diagnostic],
+    pending: Sequence[tuple[int, Flag]],
+    on: CallGraph,
+    pruning: Pruning,
+    independent: FlagIndependent,
+    deadline: float,
+    jedi_budget: float,
+    jobs: int,
+) -> list[_Judged | None] | None:
+    """The first ``pending`` flags judged on ``on`` in ``jobs`` forked workers, up to
+    the first that would ask jedi while its budget (until ``deadline``) lasts (None:
+    no more are handed out after it, their answers might rest on a graph jedi is
+    about to change); or None (too few flags, one job): judge them all here."""
+    from flagtrace.forked import answer_all
+
+    if jobs <= 1 or len(pending) < FORK_FROM:
+        return None
+    before = pruning.notes()
+    # built here once, not once in each worker
+    independent.never_returns(on, pruning if pruning.active else None)
+    gone = [False]
+
+    def refuse(current: CallGraph, sites: list[UnresolvedCall]) -> CallGraph | None:
+        """``settle`` where it would not ask jedi; else the flag goes back."""
+        if not sites or jedi_budget <= 0:
+            return None
+        if deadline - time.perf_counter() <= 0:  # the clock is the parent's too
+            gone[0] = True
+            return None
+        raise _AsksJedi
+
+    def answer(i: int) -> _Judged | None:
+        pruning.note_from(before)  # every question notes from the same start
+        gone[0] = False
+        try:
+            outcome = judge(pending[i][1], on, refuse)
+        except _AsksJedi:
+            return None
+        return _Judged(outcome, pruning.notes(), gone[0])
+
+    return answer_all(answer, len(pending), jobs, stop=lambda judged: judged is None)
+
+
 @gc_deferred()
 def analyze_project(
     project: Project,
@@ -561,10 +633,12 @@ def analyze_project(
     set_by: Sequence[str] = (),
     sticky_anywhere: bool = False,
     prunings: StoredPrunings | None = None,
+    jobs: int = 1,
 ) -> tuple[AnalysisReport, CallGraph]:
     """The flag stages on an already indexed and resolved project; the report,
     and the graph (pruned, see ``flagtrace.prune``) with whatever jedi settled on
-    the way.
+    the way. With ``jobs`` > 1 and several flags, the flags are judged in forked
+    workers (``flagtrace.forked``), with the report one process would give.
 
     ``jedi_budget`` seconds are shared by all verdicts that would otherwise
     rest on unresolved calls (jedi is asked only about those calls). ``assume``
@@ -587,7 +661,6 @@ def analyze_project(
 
     start = time.perf_counter()
     errors = list(project.diagnostics)
-    reports: list[FlagReport] = []
     chosen: list[str] = []
     left_out = 0
     program = graph.program
@@ -650,30 +723,61 @@ def analyze_project(
         return settled if edges else None
 
     independent = FlagIndependent()  # what the flags' interpreters share
+    #: per flag asked, in order: its report or its error (None: not judged yet)
+    outcomes: list[FlagReport | Diagnostic | None] = []
+    pending: list[tuple[int, Flag]] = []
     for spec in flags:
         try:
-            flag = find_flags(program, spec)
+            pending.append((len(outcomes), find_flags(program, spec)))
+            outcomes.append(None)
         except FlagLookupError as exc:
-            errors.append(Diagnostic("<flag>", None, str(exc)))
-            continue
+            outcomes.append(Diagnostic("<flag>", None, str(exc)))
+
+    def judge(flag: Flag, on: CallGraph, settling: Settle) -> FlagReport | Diagnostic:
         try:
-            reports.append(
-                analyse_flag(
-                    latest[0],
-                    flag,
-                    chosen,
-                    discovered,
-                    read_functions,
-                    settle,
-                    pruning,
-                    roots=root_index.rebuilt(latest[0]),
-                    sticky_anywhere=sticky_anywhere,
-                    set_by=set_by,
-                    independent=independent,
-                )
+            return analyse_flag(
+                on,
+                flag,
+                chosen,
+                discovered,
+                read_functions,
+                settling,
+                pruning,
+                roots=root_index.rebuilt(on),
+                sticky_anywhere=sticky_anywhere,
+                set_by=set_by,
+                independent=independent,
             )
         except SetByError as exc:
-            errors.append(Diagnostic("<set-by>", None, str(exc)))
+            return Diagnostic("<set-by>", None, str(exc))
+
+    # Each round judges the flags left, in order, on the graph as it is now: in
+    # forked workers when there are enough of them (``flagtrace.forked``). A worker
+    # does not ask jedi: it hands such a flag back, and no flag after it is handed
+    # out. That flag is judged here, with jedi; the answers after it (under way
+    # then) stand if jedi left the graph as it was, else the flags after it are
+    # judged again on the new graph: as one process judging them in order would.
+    while pending:
+        on = latest[0]
+        answers = _forked_answers(
+            judge, pending, on, pruning, independent, deadline, jedi_budget, jobs
+        )
+        taken = 0
+        for (position, flag), answer in zip(
+            pending, answers if answers is not None else [None] * len(pending), strict=False
+        ):
+            taken += 1
+            if answer is not None:
+                outcomes[position] = answer.outcome
+                pruning.add_notes(answer.notes)
+                out_of_budget = out_of_budget or answer.out_of_budget
+                continue
+            outcomes[position] = judge(flag, on, settle)
+            if latest[0] is not on:  # jedi changed the graph: what follows is judged on it
+                break
+        pending = pending[taken:]
+    reports = [o for o in outcomes if isinstance(o, FlagReport)]
+    errors.extend(o for o in outcomes if isinstance(o, Diagnostic))
     report = AnalysisReport(
         flags=tuple(reports),
         errors=tuple(errors),

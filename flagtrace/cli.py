@@ -117,7 +117,8 @@ def _common_options(f: Any) -> Any:
         "-j",
         type=click.IntRange(min=1),
         default=None,
-        help="Worker processes (default: all CPUs).",
+        help="Worker processes that index files, then judge the flags of a scan or of "
+        "a check of 4 flags or more (forked; Linux only) (default: all CPUs).",
     )(f)
     f = click.option(
         "-o",

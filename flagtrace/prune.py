@@ -135,6 +135,15 @@ class PruningState:
     derived: Mapping[str, Mapping[str, Fact]]
 
 
+@dataclass(frozen=True, slots=True)
+class Notes:
+    """What a pruning's questions noted (``Pruning.notes``): notes only grow, so
+    those of questions answered apart join into those of one run asking them all."""
+
+    uses: Mapping[str, frozenset[Location]]
+    derived: frozenset[Location]
+
+
 class Pruning:
     """The call graph of ``graph`` with the hops that cannot run taken out
     (``graph``), and what took each out, for explaining *never* verdicts.
@@ -247,6 +256,26 @@ class Pruning:
         other._uses = {text: set(where) for text, where in self._uses.items()}
         other.derived_decided = set(self.derived_decided)
         return other
+
+    def notes(self) -> Notes:
+        """What the questions asked so far noted: each fact's decided guards, and
+        the guards derived facts decided."""
+        return Notes(
+            {text: frozenset(where) for text, where in self._uses.items()},
+            frozenset(self.derived_decided),
+        )
+
+    def note_from(self, notes: Notes) -> None:
+        """Start noting again from ``notes`` (what was noted before a question), in
+        place: a forked worker answers each of its questions from the same start."""
+        self._uses = {text: set(where) for text, where in notes.uses.items()}
+        self.derived_decided = set(notes.derived)
+
+    def add_notes(self, notes: Notes) -> None:
+        """Note also what ``notes`` holds (a question answered in a forked worker)."""
+        for text, where in notes.uses.items():
+            self._uses.setdefault(text, set()).update(where)
+        self.derived_decided.update(notes.derived)
 
     # ------------------------------------------------------------------ guards
 

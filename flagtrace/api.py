@@ -586,10 +586,10 @@ def _forked_answers(
     """The first ``pending`` flags judged on ``on`` in ``jobs`` forked workers, up to
     the first that would ask jedi while its budget (until ``deadline``) lasts (None:
     no more are handed out after it, their answers might rest on a graph jedi is
-    about to change); or None (too few flags, one job): judge them all here."""
-    from flagtrace.forked import answer_all
+    about to change); or None (too few flags, one job, no fork): judge them here."""
+    from flagtrace.forked import answer_all, forks
 
-    if jobs <= 1 or len(pending) < FORK_FROM:
+    if jobs <= 1 or len(pending) < FORK_FROM or not forks():
         return None
     before = pruning.notes()
     # built here once, not once in each worker

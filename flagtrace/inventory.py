@@ -80,9 +80,9 @@ FORK_FROM = 16
 def inventory(graph: CallGraph, jobs: int = 1, fork_from: int = FORK_FROM) -> list[FlagInventory]:
     """Every module global written from inside a function, riskiest first.
 
-    The flags with a setting write get the full engine, each on its own; with
-    ``jobs`` > 1 and at least ``fork_from`` of them, in that many forked workers
-    (``flagtrace.forked``) sharing what every flag's engine reads, built first."""
+    The flags with a setting write get the full engine, each on its own; when
+    there are ``fork_from`` of them or more, in ``jobs`` forked workers
+    (``flagtrace.forked``) that share what every flag's engine reads, built first."""
     globals_, writes, reads = _sites(graph)
     setting = [key for key, sites in writes.items() if _sets(graph, globals_[key], sites)]
     judged = _judge_all(graph, setting, globals_, writes, jobs, fork_from) if setting else {}

@@ -38,16 +38,14 @@ from flagtrace.model import (
     CallKind,
     ConstExpr,
     FlagInventory,
-    HazardKind,
     ReaderFinding,
     ReadStep,
     ScopeKind,
-    SetterFinding,
     WriteStep,
     walk,
 )
 from flagtrace.prune import Pruning
-from flagtrace.verdicts import _setter_key, _shown_value
+from flagtrace.verdicts import setter_findings
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,20 +212,7 @@ def _judged(
     interp = Interpreter(fx, judged.oracle, judged.independent)
     hazards = find_hazards(fx, interp, threads)
     guarded = nesting_guarded(fx, interp)
-    by_setter: dict[str, list[HazardKind]] = defaultdict(list)
-    for h in hazards:
-        by_setter[_setter_key(fx, h.function)].append(h.kind)
-    setters = tuple(
-        SetterFinding(
-            s.function,
-            s.kind,
-            _shown_value(s.value),
-            s.location,
-            tuple(sorted(set(by_setter.get(s.function, [])))),
-            s.function in guarded,
-        )
-        for s in sorted(fx.setters.values(), key=lambda s: s.function)
-    )
+    setters = setter_findings(fx, hazards, guarded)
     readers = _reads(graph, fx)
     return FlagInventory(
         flag.qualname,

@@ -7,7 +7,7 @@ that reporters print.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Sequence
+from collections.abc import Callable, Collection, Container, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 
@@ -25,6 +25,7 @@ from flagtrace.model import (
     Guard,
     GuardKind,
     GuardNot,
+    Hazard,
     HazardKind,
     Location,
     ReaderFinding,
@@ -190,20 +191,7 @@ def analyse_flag(
     fx, interp, reach = _engine(graph, flag, reads, oracle, shared=shared)
     hazards = find_hazards(fx, interp)
     guarded = nesting_guarded(fx, interp)
-    by_setter: dict[str, list[HazardKind]] = {}
-    for h in hazards:
-        by_setter.setdefault(_setter_key(fx, h.function), []).append(h.kind)
-    setters = tuple(
-        SetterFinding(
-            s.function,
-            s.kind,
-            _shown_value(s.value),
-            s.location,
-            tuple(sorted(set(by_setter.get(s.function, [])))),
-            s.function in guarded,
-        )
-        for s in sorted(fx.setters.values(), key=lambda s: s.function)
-    )
+    setters = setter_findings(fx, hazards, guarded)
     readers = _readers(fx, pruning.full if pruning is not None else None)
     live = pruning.live if pruning is not None else None
     chosen = resolve_set_by(fx, set_by) if set_by else frozenset()
@@ -331,6 +319,28 @@ def _explain_pruned(
 def _shown_value(kind: ValueKind) -> str:
     """A value passed in by the caller (``set_flag(v)``) is, for the setter, unknown."""
     return "unknown" if kind is ValueKind.PARAMETER else kind.value
+
+
+def setter_findings(
+    fx: FlagEffects, hazards: Sequence[Hazard], guarded: Collection[str]
+) -> tuple[SetterFinding, ...]:
+    """The flag's setters as reported, each with the kinds of hazard found in it
+    (``hazards``) and whether a nesting guard protects it (``guarded``): what
+    ``check`` and ``scan`` both list, from the same code, so they never disagree."""
+    by_setter: dict[str, list[HazardKind]] = {}
+    for h in hazards:
+        by_setter.setdefault(_setter_key(fx, h.function), []).append(h.kind)
+    return tuple(
+        SetterFinding(
+            s.function,
+            s.kind,
+            _shown_value(s.value),
+            s.location,
+            tuple(sorted(set(by_setter.get(s.function, [])))),
+            s.function in guarded,
+        )
+        for s in sorted(fx.setters.values(), key=lambda s: s.function)
+    )
 
 
 def _setter_key(fx: FlagEffects, function: str) -> str:

@@ -103,6 +103,7 @@ def test_reporters_load_nothing_but_the_model() -> None:
         "flagtrace.report.check_rich",
         "flagtrace.report.check_sarif",
         "flagtrace.report.findings",  # helpers the formats share: no format of their own
+        "flagtrace.report.json_pieces",
         "flagtrace.report.layout",
         "flagtrace.report.rdjson",
         "flagtrace.report.sarif",

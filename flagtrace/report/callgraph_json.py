@@ -9,9 +9,10 @@ is written before the next is made, and the text is exactly
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+
+from flagtrace.report import json_pieces
 
 if TYPE_CHECKING:
     from flagtrace.callgraph import CallGraph
@@ -22,23 +23,12 @@ VERSION = 1
 
 
 def render(report: CallGraphReport, options: RenderOptions) -> Iterator[str]:
-    yield "{"
-    first = True
-    for key, value in _parts(report):
-        yield ("\n" if first else ",\n") + "  " + json.dumps(key) + ": "
-        first = False
-        if isinstance(value, Iterator):
-            yield from _list_chunks(value)
-        else:
-            yield json.dumps(value, indent=2).replace("\n", "\n  ")
-    yield "\n}\n"
+    return json_pieces.render(_parts(report))
 
 
 def document(report: CallGraphReport) -> dict[str, Any]:
     """The same document as one dict (small graphs, tests)."""
-    return {
-        key: list(value) if isinstance(value, Iterator) else value for key, value in _parts(report)
-    }
+    return json_pieces.document(_parts(report))
 
 
 def _parts(report: CallGraphReport) -> Iterator[tuple[str, Any]]:
@@ -97,14 +87,3 @@ def _edge(e: CallEdge) -> dict[str, Any]:
 
 def _error(d: Diagnostic) -> dict[str, Any]:
     return {"file": d.path, "line": d.line, "message": d.message}
-
-
-def _list_chunks(items: Iterator[Any]) -> Iterator[str]:
-    """A top-level list value as ``json.dumps(..., indent=2)`` writes it, item by item."""
-    empty = True
-    for item in items:
-        yield ("[\n    " if empty else ",\n    ") + json.dumps(item, indent=2).replace(
-            "\n", "\n    "
-        )
-        empty = False
-    yield "[]" if empty else "\n  ]"

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from flagtrace.model import (
@@ -24,6 +23,7 @@ from flagtrace.model import (
     SetterFinding,
     WitnessStep,
 )
+from flagtrace.report import json_pieces
 
 if TYPE_CHECKING:
     from flagtrace.report import RenderOptions
@@ -159,39 +159,55 @@ def _flag(f: FlagReport) -> dict[str, Any]:
 
 def to_dict(report: AnalysisReport) -> dict[str, Any]:
     """The report as JSON values; enums give their values, so the text is that of version 1."""
-    return {
-        "version": VERSION,
-        "flags": [_flag(f) for f in report.flags],
-        "errors": [{"file": d.path, "line": d.line, "message": d.message} for d in report.errors],
-        # the --assume facts, each with the guards it decided (none: it matched nothing)
-        "assumptions": [
+    return json_pieces.document(_parts(report))
+
+
+def render(report: AnalysisReport, options: RenderOptions) -> Iterator[str]:
+    """A flag at a time: with every entry's witness, a check of all 144 flags of
+    SGLang 0.5.9 is 870 MB of JSON (``flagtrace.report.json_pieces``)."""
+    return json_pieces.render(_parts(report))
+
+
+def _parts(report: AnalysisReport) -> Iterator[tuple[str, Any]]:
+    """Top-level keys in order; the flags as an iterator."""
+    yield "version", VERSION
+    yield "flags", (_flag(f) for f in report.flags)
+    yield "errors", [{"file": d.path, "line": d.line, "message": d.message} for d in report.errors]
+    # the --assume facts, each with the guards it decided (none: it matched nothing)
+    yield (
+        "assumptions",
+        [
             {"fact": a.fact, "used": bool(a.guards), "guards": [_where(g) for g in a.guards]}
             for a in report.assumptions
         ],
-        # findings left out: by `# flagtrace: ignore` comments and ignored codes, by a baseline
-        "suppressed": report.suppressed,
-        "baseline": None
+    )
+    # findings left out: by `# flagtrace: ignore` comments and ignored codes, by a baseline
+    yield "suppressed", report.suppressed
+    yield (
+        "baseline",
+        None
         if report.baseline is None
         else {
             "file": report.baseline.path,
             "matched": report.baseline.matched,
             "stale": report.baseline.stale,
         },
-        "stats": {
+    )
+    yield (
+        "stats",
+        {
             "files": report.files,
             "lines": report.lines,
             "seconds": round(report.seconds, 3),
             "entries_left_out": report.entries_left_out,
             "jedi_out_of_budget": report.jedi_out_of_budget,
         },
-        # where processes start: __main__ modules, console scripts, configured roots
-        "roots": [
+    )
+    # where processes start: __main__ modules, console scripts, configured roots
+    yield (
+        "roots",
+        [
             {"qualname": r.qualname, "kind": r.kind.value, "declared": r.declared}
             for r in report.roots
         ],
-    }
-
-
-def render(report: AnalysisReport, options: RenderOptions) -> Iterable[str]:
-    """One piece: a check report is small (the call graph is the one that streams)."""
-    return [json.dumps(to_dict(report), indent=2) + "\n"]
+    )

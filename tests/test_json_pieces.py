@@ -80,7 +80,51 @@ def test_items_are_made_as_they_are_written() -> None:
         raise RuntimeError("made too early")
 
     pieces = json_pieces.render([("version", 1), ("flags", flags())])
-    written = [next(pieces) for _ in range(5)]  # {, key, 1, key, the first item
+    written = [next(pieces) for _ in range(4)]  # key, 1, key, the first item
     assert "".join(written) == '{\n  "version": 1,\n  "flags": [\n    {\n      "first": 1\n    }'
     with pytest.raises(RuntimeError, match="made too early"):
         next(pieces)
+
+
+def test_iterators_below_the_top_level() -> None:
+    """A SARIF log's results are two dicts and a list down: the envelope is written key
+    by key, the iterator item by item, and the text is the whole document's."""
+
+    def doc() -> dict[str, Any]:
+        return {
+            "$schema": "s",
+            "runs": [{"tool": {"rules": [1, 2]}, "results": iter([{"a": 1}, {"b": [2]}])}],
+            "empty": {"nothing": iter([])},
+            "keys": {1: "one", False: "no", None: "none", 2.5: "half"},
+        }
+
+    text = "".join(json_pieces.dumps(doc()))
+    assert text == json.dumps(json_pieces.made(doc()), indent=2) + "\n"
+    assert json.loads(text)["runs"][0]["results"] == [{"a": 1}, {"b": [2]}]
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "rdjson"])
+def test_sarif_and_rdjson_are_the_whole_documents(fmt: str) -> None:
+    """The same text as the documents built whole, on every hazard and witness kind."""
+    from flagtrace.fingerprint import SourceLines
+    from flagtrace.report import CHECK
+    from flagtrace.report.findings import check_items
+    from flagtrace.report.rdjson import diagnostic
+    from flagtrace.report.sarif import log, result
+    from flagtrace.rules import BY_CODE
+
+    for name in SARIF_CASES:
+        report = check_report(name)
+        with chdir(case(name).root):
+            text = "".join(CHECK[fmt].render(report, RenderOptions()))
+            lines = SourceLines()
+            items = list(check_items(report, lines))
+            if fmt == "sarif":
+                whole = log(items, report.errors)
+                index = {code: i for i, code in enumerate(BY_CODE)}
+                whole["runs"][0]["results"] = [result(item, index) for item in items]
+            else:
+                whole = {"source": json.loads(text)["source"]}
+                whole["diagnostics"] = [diagnostic(item, lines) for item in items]
+        assert items, name
+        assert text == json.dumps(whole, indent=2) + "\n", name

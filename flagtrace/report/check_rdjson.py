@@ -19,4 +19,4 @@ if TYPE_CHECKING:
 
 def render(report: AnalysisReport, options: RenderOptions) -> Iterable[str]:
     lines = SourceLines()  # one read per file, for fingerprints and byte columns alike
-    return [document(check_items(report, lines), lines)]
+    return document(check_items(report, lines), lines)

@@ -20,5 +20,4 @@ if TYPE_CHECKING:
 
 
 def render(report: AnalysisReport, options: RenderOptions) -> Iterable[str]:
-    """One piece: a check report is small."""
-    return [dumps(log(check_items(report, SourceLines()), report.errors))]
+    return dumps(log(check_items(report, SourceLines()), report.errors))

@@ -1,10 +1,12 @@
 """JSON documents written a piece at a time, as ``json.dumps(doc, indent=2)`` writes them.
 
 Why: a report's long lists (a call graph's edges, a check's flags with every entry's
-witness) are the document's bulk. Made as one dict and then one string, a ``check`` of
-all 144 flags of SGLang 0.5.9 (870 MB of JSON) took 5.7 GB; written here, each item
-becomes text and is written before the next one is made. The text is exactly
-``json.dumps(document(parts), indent=2) + "\\n"`` (``tests/test_json_pieces.py``).
+witness, a SARIF log's results) are the document's bulk. Made as one dict and then one
+string, a ``check`` of all 144 flags of SGLang 0.5.9 (870 MB of JSON) took 5.1 GiB, its
+SARIF log (857 MB) 5.2 GiB. Here a long list is an iterator in the document: each of its
+items becomes text and is written before the next one is made. The text is exactly
+``json.dumps(document, indent=2) + "\\n"`` of the same document with every iterator made
+a list (``tests/test_json_pieces.py``).
 """
 
 from __future__ import annotations
@@ -19,31 +21,89 @@ Parts = Iterable[tuple[str, Any]]
 
 
 def render(parts: Parts) -> Iterator[str]:
-    """The document's text, a top-level value (or a list's item) per piece."""
-    yield "{"
-    first = True
-    for key, value in parts:
-        yield ("\n" if first else ",\n") + "  " + json.dumps(key) + ": "
-        first = False
-        if isinstance(value, Iterator):
-            yield from _list_chunks(value)
-        else:
-            yield json.dumps(value, indent=2).replace("\n", "\n  ")
-    yield "}\n" if first else "\n}\n"
+    """The text of the document whose top-level keys and values ``parts`` gives in order
+    (a value is made when the text reaches it)."""
+    yield from _dict_chunks(iter(parts), 0)
+    yield "\n"
+
+
+def dumps(document: Any) -> Iterator[str]:
+    """The text of ``document``, whose lists may be iterators at any depth: the dicts
+    and lists above an iterator are written key by key and item by item, everything
+    else (an iterator's items too) whole."""
+    yield from _chunks(document, 0)
+    yield "\n"
 
 
 def document(parts: Parts) -> dict[str, Any]:
     """The same document as one dict (small reports, tests)."""
-    return {key: list(value) if isinstance(value, Iterator) else value for key, value in parts}
+    return {key: made(value) for key, value in parts}
 
 
-def _list_chunks(items: Iterator[Any]) -> Iterator[str]:
-    """A top-level list value as ``json.dumps(..., indent=2)`` writes it, item by item
-    (JSON text has no raw newline inside a string, so indenting every line is safe)."""
-    empty = True
+def made(value: Any) -> Any:
+    """``value`` with every iterator in it made a list."""
+    if isinstance(value, Iterator):
+        return [made(item) for item in value]
+    if isinstance(value, dict):
+        return {k: made(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [made(item) for item in value]
+    return value
+
+
+def _chunks(value: Any, depth: int) -> Iterator[str]:
+    if isinstance(value, Iterator):
+        return _list_chunks(value, depth, whole=True)
+    if isinstance(value, dict) and _holds_iterator(value):
+        return _dict_chunks(iter(value.items()), depth)
+    if isinstance(value, list) and _holds_iterator(value):
+        return _list_chunks(iter(value), depth, whole=False)
+    return iter((_whole(value, depth),))
+
+
+def _dict_chunks(pairs: Iterator[tuple[Any, Any]], depth: int) -> Iterator[str]:
+    pad = "\n" + "  " * (depth + 1)
+    first = True
+    for key, value in pairs:
+        # a key as ``json.dumps`` writes one: a string, or a number's text quoted
+        name = key if isinstance(key, str) else json.dumps(key)
+        yield ("{" if first else ",") + pad + json.dumps(name) + ": "
+        first = False
+        yield from _chunks(value, depth + 1)
+    yield "{}" if first else "\n" + "  " * depth + "}"
+
+
+def _list_chunks(items: Iterator[Any], depth: int, whole: bool) -> Iterator[str]:
+    """A list item by item; an iterator's items (``whole``) are not searched for
+    iterators of their own: they are the bulk, and are written as one piece each."""
+    pad = "\n" + "  " * (depth + 1)
+    first = True
     for item in items:
-        yield ("[\n    " if empty else ",\n    ") + json.dumps(item, indent=2).replace(
-            "\n", "\n    "
-        )
-        empty = False
-    yield "[]" if empty else "\n  ]"
+        prefix = ("[" if first else ",") + pad
+        first = False
+        if whole:
+            yield prefix + _whole(item, depth + 1)
+        else:
+            yield prefix
+            yield from _chunks(item, depth + 1)
+    yield "[]" if first else "\n" + "  " * depth + "]"
+
+
+def _whole(value: Any, depth: int) -> str:
+    """``value`` in one piece, indented for ``depth`` (JSON text has no raw newline
+    inside a string, so indenting every line is safe)."""
+    return json.dumps(value, indent=2).replace("\n", "\n" + "  " * depth)
+
+
+def _holds_iterator(value: dict[Any, Any] | list[Any]) -> bool:
+    """Whether an iterator is somewhere in ``value``'s dicts and lists."""
+    stack: list[Any] = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Iterator):
+            return True
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False

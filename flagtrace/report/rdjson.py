@@ -22,12 +22,12 @@ Written only through ``json.dumps``: the analysed code's text cannot break out o
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from flagtrace.fingerprint import SourceLines
 from flagtrace.model import Location
+from flagtrace.report import json_pieces
 from flagtrace.report.findings import Item, level, step_message
 from flagtrace.report.sarif import INFORMATION_URI
 
@@ -74,7 +74,8 @@ def diagnostic(item: Item, lines: SourceLines) -> dict[str, Any]:
     return out
 
 
-def document(items: Iterable[Item], lines: SourceLines) -> str:
-    """The ``DiagnosticResult`` as JSON text."""
-    result = {"source": SOURCE, "diagnostics": [diagnostic(i, lines) for i in items]}
-    return json.dumps(result, indent=2) + "\n"
+def document(items: Iterable[Item], lines: SourceLines) -> Iterator[str]:
+    """The ``DiagnosticResult`` as JSON text, a diagnostic at a time
+    (``report.json_pieces``: all 144 flags of SGLang 0.5.9 are 430 MB of it)."""
+    diagnostics = (diagnostic(i, lines) for i in items)
+    return json_pieces.dumps({"source": SOURCE, "diagnostics": diagnostics})

@@ -20,4 +20,4 @@ if TYPE_CHECKING:
 
 def render(report: ReviewReport, options: RenderOptions) -> Iterable[str]:
     items = (i for i in review_items(report) if i.change is Change.NEW)
-    return [document(items, SourceLines())]
+    return document(items, SourceLines())

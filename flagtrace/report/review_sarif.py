@@ -27,4 +27,4 @@ def render(report: ReviewReport, options: RenderOptions) -> Iterable[str]:
         "flags": list(report.flags),
         "changedFiles": list(report.changed_files),
     }
-    return [dumps(log(review_items(report), report.errors, properties))]
+    return dumps(log(review_items(report), report.errors, properties))

@@ -42,7 +42,8 @@ class Short:
 
 def dotted_prefix(names: Iterable[str]) -> str:
     """The longest dotted prefix (``a.b.``) that every name has and none is equal to."""
-    parts = [n.split(".") for n in names]
+    # each name once: a report of many flags repeats a few thousand names a million times
+    parts = [n.split(".") for n in set(names)]
     if not parts:
         return ""
     common: list[str] = []
@@ -55,7 +56,7 @@ def dotted_prefix(names: Iterable[str]) -> str:
 
 def dir_prefix(paths: Iterable[str]) -> str:
     """The longest directory (``a/b/``) that every path is under."""
-    parts = [p.split("/")[:-1] for p in paths]
+    parts = [p.split("/")[:-1] for p in set(paths)]
     if not parts:
         return ""
     common: list[str] = []

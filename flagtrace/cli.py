@@ -380,6 +380,7 @@ def check_cmd(
     # entries named on the command line each get their witness, as they always did
     shown = None if entries else witnesses
     _write(reporter.render(report, _render_options(output, shown)), output)
+    _print_warnings(reporter.warnings(report))
     if not reporter.human or output is not None:
         _print_diagnostics(report.errors)
     if write_baseline is not None:
@@ -701,6 +702,7 @@ def review_cmd(
         link_base = default_link_base(os.environ, report.head_commit)
     render_options = replace(_render_options(output), link_base=link_base)
     _write(reporter.render(report, render_options), output)
+    _print_warnings(reporter.warnings(report))
     if not reporter.human or output is not None:
         _print_diagnostics(report.errors)
     if not quiet:
@@ -751,6 +753,13 @@ def exit_code_for(report: AnalysisReport) -> ExitCode:
 def _print_diagnostics(diagnostics: Sequence[Diagnostic]) -> None:
     for d in diagnostics:
         click.echo(f"flagtrace: error: {d}", err=True)
+
+
+def _print_warnings(warnings: Iterable[str]) -> None:
+    """What a reporter tells about what it wrote; printed with ``--quiet`` too, as the
+    errors are: a log that an upload will cut or refuse is not progress."""
+    for line in warnings:
+        click.echo(f"flagtrace: warning: {line}", err=True)
 
 
 def _render_options(output: Path | None, witnesses: int | None = 3) -> RenderOptions:

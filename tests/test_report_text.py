@@ -116,8 +116,8 @@ def test_a_record_shared_by_prose_and_names_is_capped_for_each() -> None:
 
 
 def test_safe_is_the_walk_of_every_occurrence_on_real_reports() -> None:
-    from tests.report_samples import check_report
     from tests.regen_goldens import CASES, HOSTILE_CASES
+    from tests.report_samples import check_report
 
     names = sorted(p.name for root in (CASES, HOSTILE_CASES) for p in root.iterdir() if p.is_dir())
     checked = 0

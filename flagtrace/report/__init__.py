@@ -11,6 +11,7 @@ the name stands for ``-``), defining::
 
     def render(report: AnalysisReport, options: RenderOptions) -> Iterable[str]: ...
     HUMAN = True  # optional, see Reporter.human
+    def warnings(report: AnalysisReport) -> Iterable[str]: ...  # optional, see Reporter.warnings
 
 ``render`` gives the text in pieces, which the CLI writes as they come, so a
 call graph with a million edges never exists as one string. Adding a format is
@@ -86,6 +87,9 @@ class Reporter(Generic[Subject]):
     #: written for people to read where it is printed: it shows the input errors
     #: itself, so on stdout the CLI does not repeat them on stderr
     human: bool = False
+    #: what the CLI tells on stderr about what was written (a SARIF log too large
+    #: for the service it goes to), one line each
+    warnings: Callable[[Subject], Iterable[str]] = lambda _: ()
 
 
 class Registry(Generic[Subject]):
@@ -108,7 +112,12 @@ class Registry(Generic[Subject]):
         if name not in self.names():
             raise KeyError(f"no {self.prefix} format named {name!r}")
         module = importlib.import_module(f"{__name__}.{self.prefix}_{name.replace('-', '_')}")
-        return Reporter(name, module.render, bool(getattr(module, "HUMAN", False)))
+        return Reporter(
+            name,
+            module.render,
+            bool(getattr(module, "HUMAN", False)),
+            getattr(module, "warnings", lambda _: ()),
+        )
 
 
 CHECK: Registry[AnalysisReport] = Registry("check")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from flagtrace.model import ReviewReport
 from flagtrace.report.findings import review_items
-from flagtrace.report.sarif import dumps, log
+from flagtrace.report.sarif import dumps, log, upload_warnings
 
 if TYPE_CHECKING:
     from flagtrace.report import RenderOptions
@@ -28,3 +28,7 @@ def render(report: ReviewReport, options: RenderOptions) -> Iterable[str]:
         "changedFiles": list(report.changed_files),
     }
     return dumps(log(review_items(report), report.errors, properties))
+
+
+def warnings(report: ReviewReport) -> list[str]:
+    return upload_warnings(len(report.findings))

@@ -43,6 +43,10 @@ INFORMATION_URI = "https://pypi.org/project/flagtrace/"
 SRCROOT = "%SRCROOT%"
 #: the ``partialFingerprints`` key: the fingerprint scheme, versioned as the baseline's is
 FINGERPRINT_KEY = "flagtrace/v1"
+#: GitHub code scanning's limits on one run of a SARIF upload: it keeps this many
+#: results, and rejects an upload with more than ``RESULTS_ACCEPTED``
+RESULTS_KEPT = 5_000
+RESULTS_ACCEPTED = 25_000
 
 #: SARIF's ``threadFlowLocation.kinds`` (SARIF 3.38.8) for each step of a witness
 _KINDS: dict[StepKind, list[str]] = {
@@ -192,6 +196,22 @@ def log(
     if properties:
         run["properties"] = properties
     return {"$schema": SCHEMA, "version": VERSION, "runs": [run]}
+
+
+def upload_warnings(results: int) -> list[str]:
+    """What to tell before a log of ``results`` results is uploaded to GitHub code
+    scanning: past its limits, an upload is cut or refused with a message that does not
+    say which flag made it so large."""
+    if results > RESULTS_ACCEPTED:
+        what = f"rejects a run of more than {RESULTS_ACCEPTED:,}"
+    elif results > RESULTS_KEPT:
+        what = f"keeps {RESULTS_KEPT:,} results of a run"
+    else:
+        return []
+    return [
+        f"the SARIF log has {results:,} results: GitHub code scanning {what} "
+        "(name the flags to check, or the entries)"
+    ]
 
 
 def dumps(document: dict[str, Any]) -> Iterator[str]:

@@ -149,7 +149,7 @@ def _masks_below(g: object, seeds: dict[str, int]) -> dict[str, int]:
     if not seeds:
         return {}
     reached = _closure(g, sorted(seeds))
-    components = list(nx.strongly_connected_components(g.subgraph(reached)))
+    components = _components(g, reached)
     component_of = {node: i for i, members in enumerate(components) for node in members}
     seed_mask = [0] * len(components)
     for qn, mask in seeds.items():
@@ -181,6 +181,57 @@ def _masks_below(g: object, seeds: dict[str, int]) -> dict[str, int]:
         if mask:
             for node in members:
                 out[node] = mask
+    return out
+
+
+def _components(g: object, nodes: set[str]) -> list[set[str]]:
+    """The strongly connected components of ``g`` among ``nodes``, which must hold every
+    successor of theirs (``_closure``'s answer): Tarjan's algorithm, iteratively, on
+    networkx's own adjacency.
+
+    Why not ``nx.strongly_connected_components(g.subgraph(nodes))``: every neighbour
+    lookup through a subgraph view is filtered, and the components of SGLang 0.5.9's
+    roots took 0.21-0.35 s so, against about 0.1 s for the whole graph's."""
+    import networkx as nx
+
+    assert isinstance(g, nx.DiGraph)
+    successors = g._succ
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[set[str]] = []
+    for root in sorted(nodes):
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(successors[root]))]
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(successors[child])))
+                    break
+                if child in on_stack and index[child] < low[node]:
+                    low[node] = index[child]
+            else:  # every successor seen: ``node`` is done
+                work.pop()
+                if work and low[node] < low[work[-1][0]]:
+                    low[work[-1][0]] = low[node]
+                if low[node] == index[node]:
+                    component: set[str] = set()
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.add(member)
+                        if member == node:
+                            break
+                    out.append(component)
     return out
 
 

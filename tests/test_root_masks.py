@@ -15,7 +15,7 @@ import random
 import networkx as nx
 import pytest
 
-from flagtrace.programs import _closure, _masks_below
+from flagtrace.programs import _closure, _components, _masks_below
 
 
 def below_by_search(g: nx.DiGraph, seeds: dict[str, int]) -> dict[str, int]:
@@ -50,3 +50,14 @@ def test_a_root_is_below_itself_only_on_a_cycle() -> None:
     g = nx.DiGraph([("main", "a"), ("a", "b"), ("b", "a"), ("loop", "loop")])
     masks = _masks_below(g, {"main": 1, "a": 2, "loop": 4})
     assert masks == {"a": 3, "b": 3, "loop": 4}
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_components_are_networkx_components(seed: int) -> None:
+    """Our Tarjan over the nodes the roots reach finds the components networkx finds
+    in the graph they induce."""
+    g, seeds = random_graph(seed)
+    reached = _closure(g, sorted(seeds))
+    ours = sorted(sorted(c) for c in _components(g, reached))
+    theirs = sorted(sorted(c) for c in nx.strongly_connected_components(g.subgraph(reached)))
+    assert ours == theirs

@@ -109,6 +109,8 @@ class SettingProofs:
         self._searches = 0
         #: every function's cost to the cheapest write, once computed (``_distances``)
         self._to_write: dict[str, int] | None = None
+        #: per function, its setting calls on a cheapest chain to a write (``_tight_edges``)
+        self._tight: dict[str, dict[str, tuple[int, WitnessStep]]] = {}
         self._writes_memo: dict[str, bool] = {}
 
     def prove(self, steps: list[WitnessStep]) -> list[WitnessStep]:
@@ -250,15 +252,21 @@ class SettingProofs:
         a write == ``start``'s). That finds the same chain: every function the
         unbounded search compares for it (a write as cheap as the cheapest, a caller
         reaching a function on the chain at its cheapest) lies on a cheapest chain
-        too, and is popped in the same order relative to the others."""
+        too, and is popped in the same order relative to the others.
+
+        A function popped by the bounded search lies on such a chain, at cost so far
+        ``bound - to_write[fn]``; so the calls it follows are exactly its tight ones
+        (``_tight_edges``: weight + the callee's cost to a write == its own), the
+        same for every search: memoised, they spare each search a pass over every
+        setting call of the functions it pops, most of them skipped (a flag on vLLM
+        0.34.0 with 1,673 searches: 29 -> 23 s)."""
         self._searches += 1
-        to_write: dict[str, int] | None = None
-        bound = _FAR
         if self._searches > UNBOUNDED_SEARCHES:
-            to_write = self._distances()
-            if start not in to_write:
+            if start not in self._distances():
                 return ()
-            bound = to_write[start]
+            edges_of = self._tight_edges
+        else:
+            edges_of = self._setting_edges
         best: dict[str, int] = {start: 0}
         back: dict[str, tuple[str, WitnessStep]] = {}
         heap: list[tuple[int, str]] = [(0, start)]
@@ -272,15 +280,29 @@ class SettingProofs:
                     fn, hop = back[fn]
                     hops.append(hop)
                 return tuple(reversed(hops[-MAX_SETTING_HOPS:]))
-            for callee, (weight, hop) in self._setting_edges(fn).items():
+            for callee, (weight, hop) in edges_of(fn).items():
                 candidate = cost + weight
-                if to_write is not None and candidate + to_write.get(callee, _FAR) > bound:
-                    continue
                 if candidate < best.get(callee, _FAR):
                     best[callee] = candidate
                     back[callee] = (fn, hop)
                     heapq.heappush(heap, (candidate, callee))
         return ()
+
+    def _tight_edges(self, fn: str) -> dict[str, tuple[int, WitnessStep]]:
+        """``fn``'s setting calls that keep to a cheapest chain to a write (the
+        call's weight + the callee's cost to a write == ``fn``'s), in the order of
+        ``_setting_edges``; memoised (``_distances`` must have been computed)."""
+        found = self._tight.get(fn)
+        if found is None:
+            to_write = self._to_write
+            assert to_write is not None
+            own = to_write.get(fn, _FAR)
+            found = self._tight[fn] = {
+                callee: edge
+                for callee, edge in self._setting_edges(fn).items()
+                if edge[0] + to_write.get(callee, _FAR) <= own  # == : no call is cheaper
+            }
+        return found
 
     def _distances(self) -> dict[str, int]:
         """Every function's cost to the cheapest write of the flag over setting

@@ -28,6 +28,8 @@ its unpacked wheel: the top-level package directories (``*.dist-info`` and
 Per package, each step in its own child process, with ``--timeout`` (default 30
 minutes) per child:
 
+0. reference B, as in ``bench_sglang.py``: ``ast.parse`` of every file flagtrace
+   reads in the package, in one process;
 1. the call graph: ``flagtrace callgraph PATHS --format json -o FILE --cache-dir EMPTY``
    (the CLI as a user runs it, cold: the cache directory starts empty; it fills it
    so that step 2 does not parse every file a second time);
@@ -56,9 +58,11 @@ Reported per package: files, lines, parse errors (``project.diagnostics``), flag
 found/analysed, time to index, resolve and analyse the flags, peak RSS (the
 largest single process, ``ru_maxrss`` from ``os.wait4``, and the sampled sum over
 the process tree), findings (entries observing a flag set, hazards by kind), and
-problems.  Machines are noisy (2 cores): the times are for orientation, not for
-comparison between runs.  Exit status: 1 if any flagtrace problem was recorded
-(an internal error, an exception, a timeout, a crash), else 0.
+problems.  Machines are noisy (2 cores) and their speed drifts between days: a
+time is compared between sweeps as a multiple of that sweep's reference B (the
+slowest flag is printed both ways), not in seconds.  Exit status: 1 if any
+flagtrace problem was recorded (an internal error, an exception, a timeout, a
+crash), else 0.
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ for _path in (REPO, REPO / "benchmarks"):
         sys.path.insert(0, str(_path))
 
 from bench_sglang import (  # noqa: E402
+    PARSE_DRIVER,
     ChildRun,
     child_env,
     error_lines,
@@ -288,6 +293,9 @@ class PackageResult:
     flags_done: int = 0
     flags_seconds: float | None = None  # sum over the analysed flags
     slowest_flag: tuple[str, float] | None = None
+    #: reference B, measured in the same sweep: ``ast.parse`` of every file flagtrace
+    #: reads, one process (``run_reference``); the times above are read against it
+    reference_seconds: float | None = None
     flags_with_observers: int = 0
     observing_entries: int = 0
     observing_by_name: int = 0
@@ -357,6 +365,34 @@ def run_callgraph(result: PackageResult, tmp: Path, args: argparse.Namespace) ->
         result.callgraph_stats = dict(data.get("stats", {}))
     except (OSError, ValueError) as exc:
         result.problems.append(Problem(result.spec, "callgraph", f"unreadable JSON output: {exc}"))
+
+
+def run_reference(result: PackageResult, tmp: Path, args: argparse.Namespace) -> None:
+    """Reference B (as ``bench_sglang.py``'s): ``ast.parse`` of every file flagtrace
+    reads in the package, in one child process. This machine's speed drifts by tens
+    of percent between days (one commit's resolution of transformers: 83 s in the
+    sweep of 2026-12-05, 114-124 s alone on 2026-12-07), so a time is compared
+    across sweeps as a multiple of B."""
+    from flagtrace.discover import discover
+
+    files = discover(result.paths, result.exclude).files
+    listing = tmp / "reference-files.txt"
+    listing.write_text("\n".join(str(f.path) for f in files) + "\n", encoding="utf-8")
+    out = tmp / "reference.json"
+    argv = [sys.executable, "-c", PARSE_DRIVER, "ast", listing, out, "1"]
+    run = run_child(argv, cwd=tmp, timeout=args.timeout)
+    if run.returncode != 0 or not out.is_file():
+        what = f"reference parse: exit {run.returncode}: {internal_error(run.stderr) or ''}"
+        result.problems.append(Problem(result.spec, "sweep:reference", what.rstrip(": ")))
+        return
+    result.reference_seconds = float(json.loads(out.read_text(encoding="utf-8"))["seconds"])
+
+
+def times_b(seconds: float | None, reference: float | None) -> str:
+    """``seconds`` as a multiple of reference B ("-" without both)."""
+    if seconds is None or not reference:
+        return "-"
+    return f"{seconds / reference:.1f} x B"
 
 
 def internal_error(stderr: str) -> str | None:
@@ -506,7 +542,8 @@ def sweep_package(spec: str, args: argparse.Namespace) -> PackageResult:
         return result
     with tempfile.TemporaryDirectory(prefix="flagtrace-sweep-") as tmp_name:
         tmp = Path(tmp_name)
-        for name, step in (("callgraph", run_callgraph), ("flags", run_flags)):
+        steps = (("reference", run_reference), ("callgraph", run_callgraph), ("flags", run_flags))
+        for name, step in steps:
             print(f"   {name} ...", file=sys.stderr, flush=True)
             try:
                 step(result, tmp, args)
@@ -544,7 +581,7 @@ def cost_rows(results: Sequence[PackageResult]) -> list[list[str]]:
     for r in results:
         name = r.spec if r.version is None or r.version in r.spec else f"{r.spec} {r.version}"
         if r.skipped:
-            rows.append([name, "skipped", *["-"] * 10])
+            rows.append([name, "skipped", *["-"] * 11])
             continue
         cg, fl = r.callgraph, r.flags_step
         rows.append(
@@ -553,6 +590,7 @@ def cost_rows(results: Sequence[PackageResult]) -> list[list[str]]:
                 fmt_n(r.files),
                 fmt_n(r.lines),
                 fmt_n(r.parse_errors),
+                fmt_s(r.reference_seconds),
                 fmt_s(cg.seconds if cg else None),
                 fmt_bytes(cg.maxrss if cg else None),
                 fmt_s(r.index_seconds),
@@ -627,7 +665,10 @@ def print_notes(results: Sequence[PackageResult], verbose: bool) -> None:
         if r.exclude:
             bits.append(f"excluded {', '.join(r.exclude)}")
         if r.slowest_flag:
-            bits.append(f"slowest flag {r.slowest_flag[0]} ({r.slowest_flag[1]:.1f} s)")
+            flag, seconds = r.slowest_flag
+            bits.append(
+                f"slowest flag {flag} ({seconds:.1f} s, {times_b(seconds, r.reference_seconds)})"
+            )
         print(f"{r.spec}: " + "; ".join(bits))
         for step in (r.callgraph, r.flags_step):
             if step and step.summary:
@@ -653,6 +694,7 @@ def report(results: Sequence[PackageResult], args: argparse.Namespace) -> None:
             "files",
             "lines",
             "errors",
+            "B s",
             "cg s",
             "cg mem",
             "index s",
@@ -678,7 +720,8 @@ def report(results: Sequence[PackageResult], args: argparse.Namespace) -> None:
         ],
         finding_rows(results),
     )
-    print("errors: files flagtrace reported as bad input; cg s / cg mem: `flagtrace callgraph`")
+    print("errors: files flagtrace reported as bad input; B s: reference B, `ast.parse` of")
+    print("every file in one process, this sweep; cg s / cg mem: `flagtrace callgraph`")
     print(
         "(the CLI, cold); index (from its cache)/resolve/flags s: the API child; mem: its largest"
     )

@@ -23,10 +23,15 @@ def args() -> object:
 
 def test_sweep_runs_both_steps_on_a_package(tmp_path: Path, args: object) -> None:
     result = sweep.PackageResult("sglang_story", paths=[str(STORY)])
+    sweep.run_reference(result, tmp_path, args)
     sweep.run_callgraph(result, tmp_path, args)
     sweep.run_flags(result, tmp_path, args)
 
     assert result.problems == []
+    assert result.reference_seconds is not None and result.reference_seconds > 0
+    assert result.slowest_flag is not None
+    line = sweep.times_b(result.slowest_flag[1], result.reference_seconds)
+    assert line == f"{result.slowest_flag[1] / result.reference_seconds:.1f} x B"
     assert result.finished
     assert result.files == len(list(STORY.rglob("*.py")))
     assert result.callgraph_stats["edges"] > 0
@@ -35,6 +40,13 @@ def test_sweep_runs_both_steps_on_a_package(tmp_path: Path, args: object) -> Non
     assert result.flags_done == result.flags_chosen > 0
     assert result.hazards.get("exception-leak", 0) >= 1
     assert result.observing_entries >= 1
+
+
+def test_times_without_a_reference_are_not_ratios() -> None:
+    assert sweep.times_b(3.0, None) == "-"
+    assert sweep.times_b(None, 2.0) == "-"
+    assert sweep.times_b(3.0, 0.0) == "-"
+    assert sweep.times_b(3.0, 2.0) == "1.5 x B"
 
 
 def test_a_crashing_callgraph_is_one_line(tmp_path: Path) -> None:

@@ -167,3 +167,39 @@ def test_sglang_resolves_alike_with_records_kept_between_rounds(
 ) -> None:
     resolver = assert_resolves_alike(registry.download("sglang==0.5.9") / "sglang")
     assert resolver.sites_reused > 200_000  # 291,412 on 2026-12-05
+
+
+def test_a_component_evaluated_again_takes_the_answers_whose_reads_hold(tmp_path: Path) -> None:
+    """A ring of functions each returning the next one's result (or a handler of
+    its own) is one component: its first evaluation meets ``f0`` under way, the
+    second carries every handler round the ring, the third finds nothing
+    changed. There each lookup of the ring takes its last answer from what it
+    read (``RoundMemo._reads_hold``), and every function still returns every
+    handler, as computing each again does (``Recomputing``)."""
+    size = 12
+    body = "".join(
+        f"def h{i}():\n    pass\n\n"
+        f"def f{i}(c):\n    if c:\n        return f{(i + 1) % size}(c)\n    return h{i}\n\n"
+        for i in range(size)
+    )
+    write_package(tmp_path, body + "def use():\n    f0(True)()\n")
+    resolver = assert_resolves_alike(tmp_path)
+    called = {c.qualname for c in resolver.site_callees[("pkg.a.use", 1)]}
+    assert called == {f"pkg.a.h{i}" for i in range(size)}
+    assert resolver.memo.components >= 1
+    assert resolver.memo.skipped >= size
+
+
+def test_recomputing_takes_no_answer_from_reads(tmp_path: Path) -> None:
+    """The reference computes every lookup of a component in every evaluation."""
+    write_package(
+        tmp_path,
+        "def fa(c):\n    if c:\n        return fb(c)\n    return handler\n\n"
+        "def fb(c):\n    if c:\n        return fa(c)\n    return other\n\n"
+        "def use():\n    fa(True)()\n",
+    )
+    summaries = load_project([str(tmp_path)], jobs=1).summaries
+    recomputing = Recomputing(Program(summaries))
+    outcome(recomputing)
+    assert recomputing.memo.components >= 1
+    assert recomputing.memo.skipped == 0

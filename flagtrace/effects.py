@@ -435,13 +435,23 @@ def _saved_slots(program: Program, scope: Scope, flag: str) -> set[str]:
     """Where the flag is saved outside locals, as the source text that restores it:
     ``self._prev`` (``self._prev = FLAG`` in a method of the same class) and
     ``stack.pop()`` (``stack.append(FLAG)`` in the same function or class). Without
-    these a save/restore kept on the instance or on a stack looks like a set."""
+    these a save/restore kept on the instance or on a stack looks like a set.
+
+    In ``__exit__`` also ``-= n`` where ``__enter__`` counts the flag up by ``n``
+    (``+= n``; and the other way round): a counter taken back on the way out."""
     owners = [scope]
     cls = program.method_class(scope.qualname)
     if cls is not None and cls in program.scopes:
         owners = [program.scopes[c] for c in program.scopes[cls].children if c in program.scopes]
     out: set[str] = set()
+    exits = scope.name in _EXITS
     for owner in owners:
+        if exits and owner.name in _ENTERS:
+            for step in walk(owner.flow):
+                if isinstance(step, WriteStep) and step.name == flag and step.augmented:
+                    inverse = _UNDOES.get(step.operator)
+                    if inverse is not None:
+                        out.add(f"{inverse} {step.value_text}")
         for a in owner.assignments:
             t = a.target
             if (
@@ -471,6 +481,8 @@ def _classify_write(
     if v is None:
         return ValueKind.DELETE, "del", None
     if step.augmented:
+        if f"{step.operator} {step.value_text}" in saved or _undoes_earlier_count(step, scope):
+            return ValueKind.RESTORE, step.value_text, None
         return ValueKind.UNKNOWN, step.value_text, None
     if isinstance(v, ConstExpr):
         return classify_const(v.value), step.value_text, None
@@ -488,6 +500,30 @@ def _classify_write(
         if any(p.name == v.name for p in scope.params):
             return ValueKind.PARAMETER, step.value_text, v.name
     return ValueKind.UNKNOWN, step.value_text, None
+
+
+_UNDOES = {"+=": "-=", "-=": "+="}
+_ENTERS = ("__enter__", "__aenter__")
+_EXITS = ("__exit__", "__aexit__")
+
+
+def _undoes_earlier_count(step: WriteStep, scope: Scope) -> bool:
+    """``X -= n`` after ``X += n`` in the same function (or ``+=`` after ``-=``):
+    a counter taken back by what was added, so the global holds what it held
+    before, nested uses included (``_depth += 1; try: yield; finally: _depth -= 1``).
+    Another amount, or the other step missing, is a write of a value computed at
+    run time."""
+    inverse = _UNDOES.get(step.operator)
+    if inverse is None:
+        return False
+    return any(
+        isinstance(s, WriteStep)
+        and s.augmented
+        and s.operator == inverse
+        and (s.name, s.base, s.value_text) == (step.name, step.base, step.value_text)
+        and s.location < step.location
+        for s in walk(scope.flow)
+    )
 
 
 def _looks_like_accessor(scope: Scope, flag: str) -> bool:

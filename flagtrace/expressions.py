@@ -226,9 +226,13 @@ class ExpressionWalker:
         *,
         annotation: str | None = None,
         augmented: bool = False,
+        operator: str = "",
         iterates: bool = False,
         store: bool = True,
     ) -> None:
+        """Record ``target = value`` (``operator``: of an augmented assignment, its
+        ``+=`` or ``-=``, which a write to a global keeps: a counter's decrement
+        undoes its increment)."""
         location = self.loc(target)
         if isinstance(target, (cst.Tuple, cst.List)):
             elements = [el.value for el in target.elements]
@@ -265,7 +269,9 @@ class ExpressionWalker:
                 and (name in self.scope.globals_declared)
                 and store
             ):
-                self.emit(WriteStep(name, value, text, location, augmented=augmented))
+                self.emit(
+                    WriteStep(name, value, text, location, augmented=augmented, operator=operator)
+                )
             return
         if isinstance(target, cst.Attribute):
             base = self.expr(target.value, load_attr=False)
@@ -284,7 +290,13 @@ class ExpressionWalker:
             if store and dotted is not None:
                 self.emit(
                     WriteStep(
-                        target.attr.value, value, text, location, base=dotted, augmented=augmented
+                        target.attr.value,
+                        value,
+                        text,
+                        location,
+                        base=dotted,
+                        augmented=augmented,
+                        operator=operator,
                     )
                 )
             return

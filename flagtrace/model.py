@@ -100,7 +100,7 @@ def _set_slots_directly(dc: Any) -> None:
 # --------------------------------------------------------------------------
 # The summary format
 
-SUMMARY_FORMAT = 9  # bump when summaries change (the on-disk cache keys on it, see flagtrace.cache)
+SUMMARY_FORMAT = 10  # bump when summaries change (the cache keys on it, see flagtrace.cache)
 
 #: The files of ``flagtrace`` whose code decides what a summary holds. The cache
 #: key (``cache.schema``) hashes each of them, so an edited walk never reads
@@ -488,6 +488,8 @@ class WriteStep:
     location: Location
     base: str | None = None
     augmented: bool = False
+    #: of an augmented write, its operator (``"+="``, ``"-="``; ``""`` for the others)
+    operator: str = ""
 
 
 @record

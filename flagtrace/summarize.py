@@ -56,6 +56,12 @@ from flagtrace.versions import State
 
 _TYPE_CHECKING_TESTS = {"TYPE_CHECKING", "typing.TYPE_CHECKING", "t.TYPE_CHECKING"}
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+#: the augmented operators a summary keeps (``WriteStep.operator``): those a
+#: counter counts up and down with
+_COUNTING_OPERATORS: dict[type[cst.BaseAugOp], str] = {
+    cst.AddAssign: "+=",
+    cst.SubtractAssign: "-=",
+}
 
 
 def summarize_source(source: SourceFile, data: bytes) -> ModuleSummary:
@@ -200,7 +206,14 @@ class _Indexer(ExpressionWalker):
         elif isinstance(node, cst.AugAssign):
             value = self.expr(node.value)
             self.expr(node.target)
-            self.assign(node.target, value, self.src.text(node.value), node.value, augmented=True)
+            self.assign(
+                node.target,
+                value,
+                self.src.text(node.value),
+                node.value,
+                augmented=True,
+                operator=_COUNTING_OPERATORS.get(type(node.operator), ""),
+            )
         elif isinstance(node, cst.Return):
             returned = self.expr(node.value) if node.value is not None else None
             if returned is not None:

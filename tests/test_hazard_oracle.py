@@ -54,6 +54,34 @@ def test_hypothesis_setters(cases: list[Case]) -> None:
     assert not problems, f"flagtrace's hazards differ from running the setters:\n{problems}"
 
 
+def test_counter_setters() -> None:
+    """Counters (``FLAG += 1`` on entry, ``FLAG -= 1`` on exit, in the setter's own
+    function or in ``__enter__`` and ``__exit__``): the decrement restores what the
+    setter found, nested uses included, so only where it stands decides a hazard
+    (none in ``finally`` or ``__exit__``, FT101 after the ``yield`` or call, FT103
+    when missing). Every combination of kind, write form, reset position, nesting
+    guard, handler and a raising statement before the ``try``."""
+    cases = [
+        Case(kind, form, form, "count", reset_pos, guard, between, handler, "none")
+        for kind in ("cm", "func")
+        for form in ("global", "attr")
+        for reset_pos in ("finally", "after", "none")
+        for guard in ("none", "assert")
+        for between in ((), ("fail",))
+        for handler in ("none", "note")
+    ]
+    cases += [
+        Case("class", form, form, "count", reset_pos, guard, between, "none", "none", exit_true)
+        for form in ("global", "attr")
+        for reset_pos in ("finally", "none")
+        for guard in ("none", "assert")
+        for between in ((), ("fail",))
+        for exit_true in (False, True)
+    ]
+    problems = _report(cases)
+    assert not problems, f"flagtrace's hazards differ from running the setters:\n{problems}"
+
+
 def test_oracle_sees_a_leak() -> None:
     """The oracle itself can fail: a reset after the ``yield`` leaks, a constant reset
     clears an outer use, a missing reset is sticky (so a broken driver or an analysis

@@ -13,7 +13,9 @@ written the way real projects write them, in its own module ``pkg/c<i>/state.py`
   helper method (``_CTL.on()``), a parameterized setter paired by the caller
   (``_put(True) ... _put(False)``);
 * reset to a constant, or restore of a value saved in a local, on ``self``, or on a
-  module-level stack;
+  module-level stack, or a counter (``FLAG += 1`` ... ``FLAG -= 1``, ``count``: in
+  the setter's own function, or in ``__enter__`` and ``__exit__``, as a ``global``
+  or ``mod.FLAG`` write);
 * where the reset is: in ``finally``, after the ``yield``/call without ``try``, nowhere;
 * guards against nesting (``assert not FLAG``, ``if FLAG: raise``) before or inside the
   ``try``; statements between the set and the ``try`` (harmless bookkeeping, a loop
@@ -30,8 +32,10 @@ Every statement that can raise raises on exactly one input ``x`` (its own number
 * FT103: some input makes the setter complete normally with the flag left set;
 * FT101: not FT103, and some input makes an exception leave the setter (or the
   ``with`` statement) with the flag set;
-* FT102: used inside itself, the inner use completes and the flag is no longer the
-  outer value (a guard that makes nesting fail loudly is not FT102).
+* FT102: used inside itself, the inner use completes and the flag is no longer set
+  as the outer use set it (a guard that makes nesting fail loudly is not FT102).
+
+"Set" is the flag's truth, as flagtrace sees a flag: a counter is set above 0.
 
 ``analyse_cases`` asks flagtrace for the hazards of every case's flag in one analysis;
 ``compare`` lists the cases whose codes differ.
@@ -66,7 +70,7 @@ class Case:
     kind: str
     set_form: str
     reset_form: str
-    restore: str  # "const", "local", "self", "stack"
+    restore: str  # "const", "local", "self", "stack", "count"
     reset_pos: str  # "finally", "after", "none" (class: "finally" means in __exit__)
     guard: str  # "none", "assert", "if_raise", "in_try"
     between: tuple[str, ...]
@@ -263,8 +267,15 @@ def _guard(src: _Src, ind: int, guard: str) -> None:
         src.add(ind + 1, 'raise RuntimeError("already set")')
 
 
+def _count_write(case: Case, op: str) -> str:
+    """A counter's step (``count``): ``+=`` sets, ``-=`` takes it back."""
+    return f"_st.FLAG {op} 1" if case.set_form == "attr" else f"FLAG {op} 1"
+
+
 def _save(src: _Src, ind: int, case: Case) -> str:
     """Save the flag; the expression that restores it."""
+    if case.restore == "count":
+        return "count"  # nothing saved: the reset takes back what the set added
     if case.restore == "const":
         return "False"
     if case.restore == "stack":
@@ -281,7 +292,9 @@ def _save(src: _Src, ind: int, case: Case) -> str:
 
 
 def _reset(src: _Src, ind: int, case: Case, value: str) -> None:
-    if case.reset_form == "tuple" and value == "saved":
+    if case.restore == "count":
+        src.add(ind, _count_write(case, "-="))
+    elif case.reset_form == "tuple" and value == "saved":
         src.add(ind, "FLAG, OTHER = saved")
     else:
         src.add(ind, _value_write(case.reset_form, value))
@@ -312,7 +325,7 @@ def _render_function(case: Case, src: _Src) -> None:
         add(1, "try:")
         ind = 2
         _guard(src, 2, case.guard)
-    add(ind, _set_stmt(case.set_form))
+    add(ind, _count_write(case, "+=") if case.restore == "count" else _set_stmt(case.set_form))
     for b in case.between:
         _raising(src, ind, b)
     if case.has_try and case.guard != "in_try":
@@ -347,7 +360,7 @@ def _render_class(case: Case, src: _Src) -> None:
     add(2, "x = self.x")
     _guard(src, 2, case.guard)
     value = _save(src, 2, case)
-    add(2, _set_stmt(case.set_form))
+    add(2, _count_write(case, "+=") if case.restore == "count" else _set_stmt(case.set_form))
     for b in case.between:
         _raising(src, 2, b)
     add(2, "return self")
@@ -413,10 +426,10 @@ def answer(i, kind, inputs):
         try:
             unit(x, body)
         except Exception:
-            if mod.FLAG is not False:
+            if mod.FLAG:  # set or not, as flagtrace sees a flag (a counter: above 0)
                 leaked = True
         else:
-            if mod.FLAG is not False:
+            if mod.FLAG:
                 codes.add("FT103")
     if leaked and "FT103" not in codes:
         codes.add("FT101")
@@ -429,7 +442,7 @@ def answer(i, kind, inputs):
             unit(0, lambda y: None)
         except Exception:
             return
-        seen.append(mod.FLAG is outer_value)
+        seen.append(bool(mod.FLAG) == bool(outer_value))
 
     try:
         unit(0, outer)

@@ -36,6 +36,7 @@ from flagtrace.resolve.state import (
     Target,
 )
 from flagtrace.resolve.values import (
+    ANYTHING,
     BUILTIN,
     CLASS,
     CONTAINER,
@@ -106,6 +107,8 @@ class Calls(ResolverBase):
         library class without our ``__init__``), and the generator functions
         whose objects it resumes (callees too: see ``flagtrace.generators``)."""
         targets, by_name = self.callee_values(qn, index, site)
+        if any(value[0] is ANYTHING for value, _, _ in targets):
+            return (), [], False, _NOTHING_RESUMED  # the callee may be anything (``WIDE``)
         callees: dict[str, Callee] = {}
         bindings: list[Binding] = []
         implicit = site.kind.implicit  # iteration protocol, raise: only our code
@@ -142,6 +145,8 @@ class Calls(ResolverBase):
             if value[0] is BUILTIN and value[1] in HIGHER_ORDER_BUILTINS:
                 for arg in site.args:
                     for v in ordered(self.eval(qn, arg.value)):
+                        if v[0] is ANYTHING:  # ``map(anything, xs)``
+                            return (), [], False, _NOTHING_RESUMED
                         for callee_qn, analysed, _, _ in self.call_targets(v):
                             if analysed and v[0] is FUNCTION and callee_qn not in callees:
                                 callees[callee_qn] = Callee(callee_qn, Resolution.TYPED, True)

@@ -29,6 +29,8 @@ from flagtrace.model import (
 from flagtrace.resolve.program import Stored
 from flagtrace.resolve.state import STATIC, STORES, TAINTED, FieldStore, ResolverBase
 from flagtrace.resolve.values import (
+    ANY_VALUE,
+    ANYTHING,
     BUILTIN,
     CLASS,
     CONTAINER,
@@ -39,6 +41,7 @@ from flagtrace.resolve.values import (
     INSTANCE,
     MODULE,
     SUPER,
+    WIDE,
     ElementsExpr,
     Same,
     Value,
@@ -91,7 +94,8 @@ class Objects(ResolverBase):
             key = key_text(expr.key)
             bases = self.eval(qn, expr.base)
             containers = frozenset(b for b in bases if b[0] is CONTAINER)
-            externals = [b for b in bases if b[0] is EXTERNAL]
+            # an item of a library value or of anything is that value again
+            externals = [b for b in bases if b[0] is EXTERNAL or b[0] is ANYTHING]
             items = self._items_of(containers, key, qn)
             return items.union(externals) if externals else items
         if t is OpaqueExpr:
@@ -190,6 +194,8 @@ class Objects(ResolverBase):
             return frozenset(out)
         if kind is EXTERNAL:
             return library_attribute(name, attr)
+        if kind is ANYTHING:
+            return WIDE
         return EMPTY
 
     def instance_attribute(self, cls: str, attr: str) -> Values:
@@ -440,6 +446,8 @@ class Objects(ResolverBase):
                 elif looks_like_class(name):
                     # an instance of a library class: ext.Cls().fun -> ext.Cls.fun
                     out.add(value)
+            elif kind is ANYTHING:
+                out.add(ANY_VALUE)  # what calling anything returns: anything
             elif kind is BUILTIN:
                 if name == "type" and len(site.args) == 1:  # ``type(self)``
                     for v in ordered(self.eval(qn, site.args[0].value)):

@@ -26,7 +26,14 @@ from flagtrace.resolve.names import Names
 from flagtrace.resolve.objects import Objects
 from flagtrace.resolve.program import Program
 from flagtrace.resolve.state import RED, STATIC, TAINTED, Record, RoundMemo
-from flagtrace.resolve.values import MAX_VALUES, Value, Values, forget_orders, order_key
+from flagtrace.resolve.values import (
+    MAX_VALUES,
+    WIDEN_AT,
+    Value,
+    Values,
+    forget_orders,
+    order_key,
+)
 
 MAX_ROUNDS = 4
 SiteKey = tuple[str, int]
@@ -39,6 +46,9 @@ KEPT_ANSWERS = ("variables", "reaching", "fields")
 
 class Resolver(Calls, Declared, Objects, Names, ClassModel):
     """Runs the rounds; afterwards ``site_callees`` holds every site's callees."""
+
+    #: answers of more values than this are widened (``values.WIDE``); tests set less
+    widen_at: int = WIDEN_AT
 
     def __init__(self, program: Program) -> None:
         program.index_all()  # the rounds read every table
@@ -93,6 +103,7 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
                     last=number == MAX_ROUNDS,
                     params=self.param_values,
                     store_versions=versions,  # bumped below, once collected
+                    widen_at=self.widen_at,
                 )
                 self.stores_reused += self.collect_stores(self._store_records)
                 stores = self.memo.container_stores
@@ -114,6 +125,7 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
                     last=number == MAX_ROUNDS,
                     params=self.param_values,
                     store_versions=versions,
+                    widen_at=self.widen_at,
                 )
                 if todo is not None:
                     todo = self._with_container_readers(todo, stored)
@@ -147,6 +159,7 @@ class Resolver(Calls, Declared, Objects, Names, ClassModel):
         memo = self.memo
         self.memo = RoundMemo(
             container_stores=memo.container_stores,
+            widen_at=self.widen_at,
             **{name: getattr(memo, name) for name in KEPT_ANSWERS},
         )
 

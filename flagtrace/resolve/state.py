@@ -32,7 +32,7 @@ from flagtrace.model import (
     SubscriptExpr,
 )
 from flagtrace.resolve.program import Program, Stored
-from flagtrace.resolve.values import Same, Value, Values
+from flagtrace.resolve.values import ANY_VALUE, WIDE, WIDEN_AT, Same, Value, Values
 
 T = TypeVar("T")
 #: a callee value, the layer that found it, and the receiver it was looked up on
@@ -215,6 +215,9 @@ class RoundMemo:
     #: answers taken from an earlier round's record, and computed
     reused: int = 0
     computed: int = 0
+    #: an answer of more values than this is ``WIDE`` (``widen``); answers widened
+    widen_at: int = WIDEN_AT
+    widened: int = 0
 
     def solve(
         self,
@@ -281,7 +284,7 @@ class RoundMemo:
                 value = cast(T, self.tentative[busy])  # it read what it read before
                 self.skipped += 1
             else:
-                value = compute()
+                value = self.widen(compute())
             settled = closed[here]
             if settled and lows[here] == here:  # heads a component
                 if self.recording:
@@ -363,10 +366,20 @@ class RoundMemo:
                 self.member_at.pop(member, None)
             self.closed[here] = False
             changes = self.changes
-            value = compute()
+            value = self.widen(compute())
             evaluations += 1
             if self.lows[here] < here or not self.closed[here]:
                 return value
+
+    def widen(self, value: T) -> T:
+        """``value``, or ``WIDE`` when it is a set of more than ``widen_at``
+        values or holds ``WIDE``'s value among others (top absorbs: what may be
+        anything is nothing more precise). See ``values.WIDE`` for why."""
+        if isinstance(value, frozenset) and len(value) > 1:
+            if len(value) > self.widen_at or ANY_VALUE in value:
+                self.widened += 1
+                return cast(T, WIDE)
+        return value
 
     def _reads_hold(self, reads: list[Any]) -> bool:
         """Whether everything a lookup of a component being solved read in its

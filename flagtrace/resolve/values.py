@@ -19,6 +19,8 @@ from flagtrace.model import AttrExpr, ConstExpr, Expr
 # ``Final``-like tuning constants, measured on SGLang and the standard library.
 MAX_VALUES = 48  # a variable holding more distinct values stops growing
 MAX_EXTERNAL_DEPTH = 5  # ``a.b.c.d.e.f``: deeper library names are not worth tracking
+#: an answer of more distinct values than this is widened to ``WIDE`` (``RoundMemo.solve``)
+WIDEN_AT = 4096
 BUILTINS = frozenset(dir(builtins))
 
 
@@ -61,6 +63,7 @@ class ValueKind(str, enum.Enum):
     SUPER = "s"  # ``super()`` inside a method of the class ``name``
     GENERATOR = "g"  # the generator object a generator function returns
     CONTAINER = "k"  # a list/tuple/set/dict display, by ``ContainerExpr.origin``
+    ANYTHING = "a"  # anything at all: an answer widened past ``WIDEN_AT`` values
 
 
 Value = tuple[ValueKind, str, int]
@@ -76,6 +79,22 @@ EXTERNAL = ValueKind.EXTERNAL
 SUPER = ValueKind.SUPER
 GENERATOR = ValueKind.GENERATOR
 CONTAINER = ValueKind.CONTAINER
+ANYTHING = ValueKind.ANYTHING
+
+#: the one value of a widened answer: what an expression holds when it may hold
+#: more than ``WIDEN_AT`` distinct values.
+#:
+#: Why: on torch, ``pytree.tree_map`` and ``__torch_function__`` make the returns
+#: of a few hundred functions flow into each other, and one component of lookups
+#: met answers of 16,000-37,000 values, each evaluation of it a minute: the
+#: whole package never finished resolving. A value that can be that many things
+#: tells a reader nothing it can follow. ``WIDE`` is the top of the domain: what
+#: is read from it (an attribute, a call's result, an item, an element) is
+#: ``WIDE`` again, a call of it is unresolved (and said so, as any unresolved
+#: call is), and an answer holding it holds nothing else. Widening keeps the
+#: rules monotone, so the answers still do not depend on the order of questions.
+ANY_VALUE: Value = (ANYTHING, "*", 0)
+WIDE: Values = frozenset({ANY_VALUE})
 
 
 def order_key(value: Value) -> str:

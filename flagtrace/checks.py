@@ -114,6 +114,7 @@ class _Judge:
         self.name = fx.flag.name
         self._raisers: dict[str, str | None] = {}
         self._effects: dict[tuple[str, int], tuple[str | None, str]] = {}
+        self._certain_setters: set[str] | None = None
 
     # -- who is judged
 
@@ -232,11 +233,46 @@ class _Judge:
             return None, ""
         if self.interp.restoring_call(scope, step.site):
             return _RESTORE, call.text
-        if self.interp.apply_call(scope, step.site, UNSET).set:
+        if self.interp.apply_call(scope, step.site, UNSET).set and self._certainly_reaches_setter(
+            scope.qualname, step.site
+        ):
             return _SET, call.text
         if not self.interp.apply_call(scope, step.site, SET).set:
             return _RESET_CONST, f"a constant by `{call.text}`"
         return None, ""
+
+    def _certainly_reaches_setter(self, qn: str, site: int) -> bool:
+        """Does the call at ``site`` of ``qn`` reach a function that writes the
+        flag through calls flagtrace is sure of (no by-name or jedi hop)?
+
+        Why: a hazard fails a commit, and on torch most "sets the flag through
+        a helper" findings came from by-name hops: ``log.exception(...)`` on a
+        logger whose type is not known dispatched to every method called
+        ``exception``, and from there to code that sets a flag of the compiler;
+        136 unrelated context managers were sticky setters of each of dozens of
+        flags. A verdict may still follow such a hop (and says ``by-name``)."""
+        setters = self._certain_setters
+        if setters is None:
+            setters = self._certain_setters = self._setters_by_certain_calls()
+        for callee in self.fx.graph.site_callees(qn, site):
+            if callee.qualname in setters and callee.resolution not in _WEAK:
+                return True
+        return False
+
+    def _setters_by_certain_calls(self) -> set[str]:
+        """The functions that write the flag, and those that call one through a
+        chain of certain calls."""
+        graph = self.fx.graph
+        callers = once(graph, "certain callers", lambda: _certain_callers(graph))
+        found = set(self.fx.setters)
+        found.update(s.function for s in self.fx.setters.values())
+        todo = list(found)
+        while todo:
+            for caller in callers.get(todo.pop(), ()):
+                if caller not in found:
+                    found.add(caller)
+                    todo.append(caller)
+        return found
 
     def _raises(self, scope: Scope, step: Flow, generator_cm: bool) -> str | None:
         """Why ``step`` can raise, or None."""
@@ -554,6 +590,8 @@ def _harmless(func: object, flag: str) -> bool:
 
 # ---------------------------------------------------------------------------- threads
 
+#: the resolutions of a callee flagtrace is not sure of (``Resolution.weak``)
+_WEAK = (Resolution.BY_NAME, Resolution.JEDI)
 _THREAD_TARGET_ATTRS = {"submit": 0, "map": 0, "run_in_executor": 1, "start_new_thread": 0}
 
 
@@ -573,7 +611,7 @@ def threads_of(graph: CallGraph) -> Threads:
     callees: dict[str, set[str]] = {}
     targets: list[tuple[str, Location]] = []
     scopes = graph.program.scopes
-    weak = (Resolution.BY_NAME, Resolution.JEDI)  # ``Resolution.weak``, per callee
+    weak = _WEAK
     for (qn, site), cs in graph.call_sites():
         certain = callees.get(qn)
         if certain is None:
@@ -600,6 +638,17 @@ def threads_of(graph: CallGraph) -> Threads:
             for function in graph.values.functions(qn, a):
                 targets.append((function, call.location))
     return Threads(targets, callees)
+
+
+def _certain_callers(graph: CallGraph) -> dict[str, set[str]]:
+    """Callee -> the functions that call it through a certain (not by-name or
+    jedi) edge; the reverse of ``Threads.callees``, shared the same way."""
+    threads = once(graph, "threads", lambda: threads_of(graph))
+    out: dict[str, set[str]] = {}
+    for caller, callees in threads.callees.items():
+        for callee in callees:
+            out.setdefault(callee, set()).add(caller)
+    return out
 
 
 def _thread_hazards(

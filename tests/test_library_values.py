@@ -83,3 +83,49 @@ def test_library_attribute_names() -> None:
     # lowercase chains stop at five dots, as before
     assert name("a.b.c.d.e", "f") == ["a.b.c.d.e.f"]
     assert name("a.b.c.d.e.f", "g") == []
+
+
+LOGGERS = """\
+import logging
+from logging import getLogger
+
+logger = logging.getLogger(__name__)
+other = getLogger("other")
+
+
+class Report:
+    def info(self, text):
+        return text
+
+    def exception(self, text):
+        return text
+
+
+class QuietLogger(logging.Logger):
+    def warning(self, text, *args):
+        return text
+
+
+def log_a_lot():
+    logger.info("a")
+    other.exception("b")
+    logger.warning("c")
+"""
+
+
+def test_a_logger_from_get_logger_is_library_code(tmp_path: Path) -> None:
+    """``logging.getLogger`` returns a ``logging.Logger``: its calls are library
+    code, not every analysed method called ``info`` (by name) or unresolved; an
+    analysed subclass of ``Logger`` still gets its overrides."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mod.py").write_text(LOGGERS)
+    graph = graph_of(resolve_project(load_project([str(pkg)], jobs=1)))
+    assert graph.callees("pkg.mod.log_a_lot") == [
+        "logging.Logger.exception",
+        "logging.Logger.info",
+        "logging.Logger.warning",
+        "pkg.mod.QuietLogger.warning",
+    ]
+    assert not {u.caller for u in graph.unresolved} & {"pkg.mod.log_a_lot"}

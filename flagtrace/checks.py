@@ -246,11 +246,11 @@ class _Judge:
         flag through calls flagtrace is sure of (no by-name or jedi hop)?
 
         Why: a hazard fails a commit, and on torch most "sets the flag through
-        a helper" findings came from by-name hops: ``log.exception(...)`` on a
-        logger whose type is not known dispatched to every method called
-        ``exception``, and from there to code that sets a flag of the compiler;
-        136 unrelated context managers were sticky setters of each of dozens of
-        flags. A verdict may still follow such a hop (and says ``by-name``)."""
+        a helper" findings came from by-name hops (a method called on a value of
+        unknown type, matched to every analysed method of that name, and from
+        there into code that sets a flag of the compiler): 136 unrelated context
+        managers were sticky setters of each of dozens of flags. A verdict may
+        still follow such a hop (and says ``by-name``)."""
         setters = self._certain_setters
         if setters is None:
             setters = self._certain_setters = self._setters_by_certain_calls()

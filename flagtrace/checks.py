@@ -243,19 +243,22 @@ class _Judge:
 
     def _certainly_reaches_setter(self, qn: str, site: int) -> bool:
         """Does the call at ``site`` of ``qn`` reach a function that writes the
-        flag through calls flagtrace is sure of (no by-name or jedi hop)?
+        flag through calls flagtrace is sure of (direct or typed hops only)?
 
         Why: a hazard fails a commit, and on torch most "sets the flag through
         a helper" findings came from by-name hops (a method called on a value of
         unknown type, matched to every analysed method of that name, and from
         there into code that sets a flag of the compiler): 136 unrelated context
-        managers were sticky setters of each of dozens of flags. A verdict may
-        still follow such a hop (and says ``by-name``)."""
+        managers were sticky setters of each of dozens of flags. Inferred hops
+        (value flow: a parameter bound by every caller, a container) did the
+        same at a smaller scale: on vLLM 0.34.0 one ``_comm_region`` context
+        manager "set" 27 unrelated flags through a merged parameter. A verdict
+        may still follow such hops (and says ``inferred`` or ``by-name``)."""
         setters = self._certain_setters
         if setters is None:
             setters = self._certain_setters = self._setters_by_certain_calls()
         for callee in self.fx.graph.site_callees(qn, site):
-            if callee.qualname in setters and callee.resolution not in _WEAK:
+            if callee.qualname in setters and callee.resolution in _CERTAIN:
                 return True
         return False
 
@@ -590,15 +593,19 @@ def _harmless(func: object, flag: str) -> bool:
 
 # ---------------------------------------------------------------------------- threads
 
-#: the resolutions of a callee flagtrace is not sure of (``Resolution.weak``)
-_WEAK = (Resolution.BY_NAME, Resolution.JEDI)
+#: the resolutions of a callee flagtrace is sure of, for the hazards: a declaration
+#: (a def, class or import, an annotation, ``self``, a constructor) says what is
+#: called. Not value flow (``INFERRED``: a flow-insensitive analysis merges what
+#: the program keeps apart), by-name dispatch or jedi's guess.
+_CERTAIN = frozenset({Resolution.DIRECT, Resolution.TYPED})
 _THREAD_TARGET_ATTRS = {"submit": 0, "map": 0, "run_in_executor": 1, "start_new_thread": 0}
 
 
 @dataclass(frozen=True, slots=True)
 class Threads:
     """What the thread check needs of the call graph, whatever the flag: the functions
-    handed to a thread or executor, and every function's certain (not by-name) callees."""
+    handed to a thread or executor, and every function's certain (direct or typed)
+    callees."""
 
     targets: list[tuple[str, Location]]
     callees: dict[str, set[str]]
@@ -611,14 +618,14 @@ def threads_of(graph: CallGraph) -> Threads:
     callees: dict[str, set[str]] = {}
     targets: list[tuple[str, Location]] = []
     scopes = graph.program.scopes
-    weak = _WEAK
+    certain_resolutions = _CERTAIN
     for (qn, site), cs in graph.call_sites():
         certain = callees.get(qn)
         if certain is None:
             certain = callees[qn] = set()
         thread = False
         for c in cs:
-            if c.resolution not in weak:
+            if c.resolution in certain_resolutions:
                 certain.add(c.qualname)
             if not thread and c.qualname.endswith("Thread"):
                 thread = True
@@ -641,8 +648,8 @@ def threads_of(graph: CallGraph) -> Threads:
 
 
 def _certain_callers(graph: CallGraph) -> dict[str, set[str]]:
-    """Callee -> the functions that call it through a certain (not by-name or
-    jedi) edge; the reverse of ``Threads.callees``, shared the same way."""
+    """Callee -> the functions that call it through a certain (direct or typed)
+    edge; the reverse of ``Threads.callees``, shared the same way."""
     threads = once(graph, "threads", lambda: threads_of(graph))
     out: dict[str, set[str]] = {}
     for caller, callees in threads.callees.items():
@@ -656,7 +663,8 @@ def _thread_hazards(
 ) -> Iterator[Hazard]:
     if not fx.setters:
         return
-    # only calls we are sure of: by-name fan-out would make every flag look shared
+    # only calls we are sure of: by-name fan-out, or value flow merging what the
+    # program keeps apart, would make every flag look shared
     if threads is None:
         graph = fx.graph
         threads = once(graph, "threads", lambda: threads_of(graph))

@@ -54,6 +54,9 @@ class ValueKind(enum.Enum):
     DELETE = "del"
     #: a write by a function ``--set-by`` leaves out: it replaces the value asked about
     OTHER = "other"
+    #: the literal the flag starts with, written back (``count = 0`` for ``count = 0``):
+    #: a reset, whatever that literal is
+    INITIAL = "initial"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,14 +100,37 @@ class Reader:
     via: str | None  # the accessor, or None for a direct read
 
 
-def classify_const(text: str) -> ValueKind:
+def classify_const(text: str, initial: str | None = None) -> ValueKind:
+    """The kind of the literal ``text``; ``INITIAL`` when it is the flag's own
+    ``initial`` literal (``0``, ``""``, ``"eager"``), which only ``True``,
+    ``False`` and ``None`` already said.
+
+    Why: a counter or a mode string starts at a literal that a reset writes back
+    (torch's ``inductor.metrics.reset()`` writes ``0`` to a dozen counters that
+    start at ``0``); another constant may differ from it, that one cannot. The
+    texts must match exactly and be a plain literal (an f-string's text is not
+    its value): ``''`` for ``""`` still counts as another constant."""
     if text == "True":
         return ValueKind.TRUE
     if text == "False":
         return ValueKind.FALSE
     if text == "None":
         return ValueKind.NONE
+    if initial is not None and text == initial and _plain_literal(text):
+        return ValueKind.INITIAL
     return ValueKind.CONSTANT
+
+
+def _plain_literal(text: str) -> bool:
+    """Is ``text`` a literal whose value its text fixes (a number, a string that is
+    not an f-string)? ``ast.literal_eval`` parses, never runs, what it is given."""
+    import ast
+
+    try:
+        ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
 
 
 # --------------------------------------------------------------------------- lookup
@@ -284,7 +310,11 @@ class FlagEffects:
                         # ``saved_in`` only here: most scopes write no flag, and
                         # computing it for each of them was a third of this walk
                         saved = self.saved_in(scope)
-                        w = Write(qn, step.location, *_classify_write(step, scope, saved))
+                        w = Write(
+                            qn,
+                            step.location,
+                            *_classify_write(step, scope, saved, flag.initial),
+                        )
                         if self.set_by and qn not in self.set_by and w.kind in _SETTING:
                             w = Write(qn, w.location, ValueKind.OTHER, w.text)
                         self.writes.setdefault(qn, []).append(w)
@@ -390,7 +420,14 @@ class FlagEffects:
 
 #: Write kinds that put a value in the flag (``--set-by`` turns other setters' into OTHER).
 _SETTING = frozenset(
-    {ValueKind.TRUE, ValueKind.FALSE, ValueKind.NONE, ValueKind.CONSTANT, ValueKind.UNKNOWN}
+    {
+        ValueKind.TRUE,
+        ValueKind.FALSE,
+        ValueKind.NONE,
+        ValueKind.CONSTANT,
+        ValueKind.INITIAL,
+        ValueKind.UNKNOWN,
+    }
 )
 
 
@@ -400,7 +437,7 @@ def sets_flag(kind: ValueKind, initial: ValueKind) -> bool | None:
         return False
     if kind in (ValueKind.UNKNOWN, ValueKind.PARAMETER):
         return None
-    if kind is ValueKind.DELETE:
+    if kind in (ValueKind.DELETE, ValueKind.INITIAL):
         return False
     if initial in (ValueKind.TRUE, ValueKind.FALSE, ValueKind.NONE):
         return kind is not initial
@@ -475,7 +512,7 @@ def _saved_slots(program: Program, scope: Scope, flag: str) -> set[str]:
 
 
 def _classify_write(
-    step: WriteStep, scope: Scope, saved: set[str]
+    step: WriteStep, scope: Scope, saved: set[str], initial: str | None = None
 ) -> tuple[ValueKind, str, str | None]:
     v = step.value
     if v is None:
@@ -485,7 +522,7 @@ def _classify_write(
             return ValueKind.RESTORE, step.value_text, None
         return ValueKind.UNKNOWN, step.value_text, None
     if isinstance(v, ConstExpr):
-        return classify_const(v.value), step.value_text, None
+        return classify_const(v.value, initial), step.value_text, None
     if step.value_text in saved:  # ``self._prev``, ``stack.pop()``
         return ValueKind.RESTORE, step.value_text, None
     if isinstance(v, CallExpr) and v.site < len(scope.calls):

@@ -557,7 +557,7 @@ class Interpreter:
                 value = arg.value
         initial = self.fx.flag.initial_kind
         if isinstance(value, ConstExpr):
-            sets = sets_flag(classify_const(value.value), initial)
+            sets = sets_flag(classify_const(value.value, self.fx.flag.initial), initial)
         else:
             sets = None
             known = self._argument_constant(scope, value)

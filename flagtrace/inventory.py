@@ -196,7 +196,7 @@ def _sets(graph: CallGraph, flag: Flag, writes: list[_Site]) -> bool:
     for w in writes:
         assert isinstance(w.step, WriteStep)
         scope = p.scopes[w.scope]
-        kind = _classify_write(w.step, scope, _saved_names(scope, flag.name))[0]
+        kind = _classify_write(w.step, scope, _saved_names(scope, flag.name), flag.initial)[0]
         if sets_flag(kind, flag.initial_kind) is not False:
             return True
     return False

@@ -3,7 +3,7 @@
 Why: FT101-FT103 are what a pre-commit hook fails a commit on, and reachability's
 oracle (``oracle.py``) says nothing about them. Each generated *case* is one setter,
 written the way real projects write them, in its own module ``pkg/c<i>/state.py``
-(flag ``FLAG = False``), combining:
+(flag ``FLAG = False``, or ``FLAG = 0``), combining:
 
 * the setter's kind: ``@contextmanager`` (``cm``), a class with ``__enter__`` /
   ``__exit__`` (``class``, its ``__exit__`` may return True), a plain function
@@ -77,6 +77,9 @@ class Case:
     handler: str  # "none", "note", "ext"
     final_pre: str  # "none", "harmless", "fail", "ext"
     exit_true: bool = False
+    #: the flag's first value, which a constant reset writes back: ``False``, or ``0``
+    #: (a counter, a level: the reset ``FLAG = 0`` is no set)
+    initial: str = "False"
 
     @property
     def has_try(self) -> bool:
@@ -88,6 +91,8 @@ class Case:
     def shape(self) -> str:
         """A short label for the benchmark's counts per shape."""
         parts = [self.kind, f"set={self.set_form}", f"reset={self.reset_pos}/{self.restore}"]
+        if self.initial != "False":
+            parts.append(f"initial={self.initial}")
         return " ".join(parts)
 
 
@@ -110,9 +115,10 @@ def generate(ch: Chooser) -> Case:
     handler = "none" if kind == "class" else ch.choice(("none", "note", "ext"))
     final_pre = ch.choice(("none", "harmless", "fail", "ext")) if reset_pos != "none" else "none"
     exit_true = kind == "class" and ch.chance(30)
+    initial = ch.choice(("False", "0"))
     return Case(
         kind, set_form, reset_form, restore, reset_pos, guard, between, handler, final_pre,
-        exit_true,
+        exit_true, initial,
     )  # fmt: skip
 
 
@@ -205,7 +211,7 @@ def render(case: Case, package: str) -> str:
     add(0, "")
     add(0, f"from {package} import state as _st")
     add(0, "")
-    add(0, "FLAG = False")
+    add(0, f"FLAG = {case.initial}")
     add(0, "OTHER = 0")
     add(0, "_LOG = []")
     add(0, "_STACK = []")
@@ -277,7 +283,7 @@ def _save(src: _Src, ind: int, case: Case) -> str:
     if case.restore == "count":
         return "count"  # nothing saved: the reset takes back what the set added
     if case.restore == "const":
-        return "False"
+        return case.initial
     if case.restore == "stack":
         src.add(ind, "_STACK.append(FLAG)")
         return "_STACK.pop()"
@@ -400,6 +406,7 @@ BODY = -1
 
 def answer(i, kind, inputs):
     mod = importlib.import_module(f"pkg.c{i}.state")
+    start = mod.FLAG
 
     def unit(x, body):
         if kind == "cm":
@@ -416,7 +423,7 @@ def answer(i, kind, inputs):
             raise KeyError("body")
 
     def fresh():
-        mod.FLAG = False
+        mod.FLAG = start
         mod._STACK.clear()
 
     codes = set()

@@ -107,30 +107,41 @@ def classify_const(text: str, initial: str | None = None) -> ValueKind:
 
     Why: a counter or a mode string starts at a literal that a reset writes back
     (torch's ``inductor.metrics.reset()`` writes ``0`` to a dozen counters that
-    start at ``0``); another constant may differ from it, that one cannot. The
-    texts must match exactly and be a plain literal (an f-string's text is not
-    its value): ``''`` for ``""`` still counts as another constant."""
+    start at ``0``); another constant may differ from it, that one cannot. Both
+    must be plain literals (an f-string's text is not its value) of one type and
+    one value: ``''`` for ``""`` matches, ``0.0`` for ``0`` does not."""
     if text == "True":
         return ValueKind.TRUE
     if text == "False":
         return ValueKind.FALSE
     if text == "None":
         return ValueKind.NONE
-    if initial is not None and text == initial and _plain_literal(text):
+    if initial is not None and _same_literal(text, initial):
         return ValueKind.INITIAL
     return ValueKind.CONSTANT
 
 
-def _plain_literal(text: str) -> bool:
-    """Is ``text`` a literal whose value its text fixes (a number, a string that is
-    not an f-string)? ``ast.literal_eval`` parses, never runs, what it is given."""
+_NOT_A_LITERAL = object()
+
+
+def _same_literal(text: str, other: str) -> bool:
+    """Are ``text`` and ``other`` plain literals of one type and value?"""
+    if text == other:
+        return _literal(text) is not _NOT_A_LITERAL
+    a, b = _literal(text), _literal(other)
+    return a is not _NOT_A_LITERAL and type(a) is type(b) and a == b
+
+
+def _literal(text: str) -> object:
+    """The value of the literal ``text`` (a number, a string that is not an
+    f-string), else ``_NOT_A_LITERAL``. ``ast.literal_eval`` parses, never runs,
+    what it is given."""
     import ast
 
     try:
-        ast.literal_eval(text)
+        return ast.literal_eval(text)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-    return True
+        return _NOT_A_LITERAL
 
 
 # --------------------------------------------------------------------------- lookup

@@ -14,6 +14,7 @@ import difflib
 import enum
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from flagtrace.callgraph import CallGraph
 from flagtrace.model import (
@@ -132,10 +133,12 @@ def _same_literal(text: str, other: str) -> bool:
     return a is not _NOT_A_LITERAL and type(a) is type(b) and a == b
 
 
+@lru_cache(maxsize=4096)
 def _literal(text: str) -> object:
     """The value of the literal ``text`` (a number, a string that is not an
     f-string), else ``_NOT_A_LITERAL``. ``ast.literal_eval`` parses, never runs,
-    what it is given."""
+    what it is given; memoised, since the interpreter asks again for a setter's
+    constant argument each time it passes the call (the values are only compared)."""
     import ast
 
     try:

@@ -642,6 +642,21 @@ def edit_body(path: Path, qualname: str, n: int) -> None:
     path.write_text("".join(lines), encoding="utf-8")
 
 
+def move_down(path: Path, qualname: str, n: int) -> None:
+    """Put comment lines above function ``qualname`` (``Class.method``) of
+    ``path``: every line below moves, and no summary changes shape (the stored
+    resolved program still applies). Raises ValueError if it is not there."""
+    source = path.read_text(encoding="utf-8")
+    found = _function(ast.parse(source), qualname.split("."))
+    if found is None:
+        raise ValueError(f"no function {qualname} in {path.name}")
+    row = min([found.lineno, *(d.lineno for d in found.decorator_list)]) - 1
+    lines = source.splitlines(keepends=True)
+    indent = " " * found.col_offset
+    lines[row:row] = [f"{indent}# moved by bench_sglang ({n})\n", f"{indent}#\n"]
+    path.write_text("".join(lines), encoding="utf-8")
+
+
 def _function(
     node: ast.Module | ast.ClassDef, names: list[str]
 ) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -764,6 +779,8 @@ def bench_version(version: str, args: argparse.Namespace, cache_supported: bool)
                         # has run: its stored report is not needed again)
                         shutil.rmtree(cache / "results", ignore_errors=True)
                         runner.run(question, ["--cache-dir", cache], flag=query.second_flag)
+                if query.body_edit is not None:
+                    measure_moved(runner, runs, tree, query.body_edit, cache, args.repeat)
                 print("   flagtrace edited ...", file=sys.stderr, flush=True)
                 edited = runs["edited"] = Measurement("flagtrace edited")
                 edited.note = f"appended a new function to sglang/{changed_file} before each run"
@@ -774,6 +791,32 @@ def bench_version(version: str, args: argparse.Namespace, cache_supported: bool)
                     measure_body_edit(runner, runs, tree, query.body_edit, cache, args.repeat)
     notes += cache_notes(runs)
     return VersionResult(version, len(corpus.files), corpus.lines, refs, runs, notes)
+
+
+def measure_moved(
+    runner: FlagtraceRunner,
+    runs: dict[str, Measurement],
+    tree: Path,
+    body_edit: tuple[str, str],
+    cache: Path,
+    repeat: int,
+) -> None:
+    """The *moved* run: comment lines put above one method before each run, so
+    the code below moves and no summary changes shape."""
+    relative, qualname = body_edit
+    print("   flagtrace moved ...", file=sys.stderr, flush=True)
+    m = runs["moved"] = Measurement("flagtrace moved")
+    m.note = (
+        f"two comment lines put above {qualname} in sglang/{relative} before each run (the"
+        " lines below move, so the report is not compared with the cold run's)"
+    )
+    for i in range(repeat):
+        try:
+            move_down(tree / relative, qualname, i)
+        except (OSError, SyntaxError, ValueError) as exc:
+            m.failure = f"could not edit sglang/{relative}: {exc}"
+            return
+        runner.run(m, ["--cache-dir", cache], compare=False)
 
 
 def measure_body_edit(
@@ -810,6 +853,7 @@ def cache_notes(runs: dict[str, Measurement]) -> list[str]:
         "warm": 0,
         "new question": 0,
         "touched": 1,
+        "moved": 1,
         "edited": 1,
         "edited body": 1,
     }

@@ -10,9 +10,9 @@ never reads summaries an older indexer wrote, even if nobody bumped
 
 Layout: ``<directory>/v<SUMMARY_FORMAT>/<first 2 hex>/<key hex>.pkl``, one
 entry per file: a header naming the kind of entry and ``ENCODING``, then a
-pickle of ``(MAGIC, key, schema, summary, diagnostic, digest)`` (``digest``:
-``index.summary_digest`` of the summary as it was built). Writes go to a
-temporary file in the same directory and are renamed into place, so two
+pickle of ``(MAGIC, key, schema, summary, diagnostic, digest, shape)``
+(``digest``, ``shape``: ``index.summary_digests`` of the summary as it was
+built). Writes go to a temporary file in the same directory and are renamed into place, so two
 concurrent runs never see a half-written entry; an entry whose header,
 stored key or schema differs, or that does not load, is a miss and gets
 overwritten. Only summaries are cached: a file that could not be indexed is
@@ -480,9 +480,9 @@ class SummaryCache:
         except OSError:
             return None
         entry = load_entry("summary", blob, SUMMARY_TYPES)
-        if not (isinstance(entry, tuple) and len(entry) == 6):
+        if not (isinstance(entry, tuple) and len(entry) == 7):
             return None
-        magic, stored_key, stored_schema, summary, diagnostic, digest = entry
+        magic, stored_key, stored_schema, summary, diagnostic, digest, shape = entry
         if magic != MAGIC or stored_key != key or stored_schema != self.schema:
             return None
         if not (
@@ -491,16 +491,22 @@ class SummaryCache:
             and summary.path == source.path
             and summary.module == source.module
             and isinstance(digest, str)
+            and isinstance(shape, str)
         ):
             return None
-        return IndexResult(source, summary, None, cached=True, digest=digest)
+        return IndexResult(source, summary, None, cached=True, digest=digest, shape=shape)
 
     def put(self, key: str, result: IndexResult) -> bool:
         """Store ``result``'s summary atomically; False if there is none or it
         could not be written (never raises)."""
-        if not self.enabled or result.summary is None or result.digest is None:
+        if (
+            not self.enabled
+            or result.summary is None
+            or result.digest is None
+            or result.shape is None
+        ):
             return False
-        entry = (MAGIC, key, self.schema, result.summary, None, result.digest)
+        entry = (MAGIC, key, self.schema, result.summary, None, result.digest, result.shape)
         return atomic_write(self.path_for(key), encode_entry("summary", entry, SUMMARY_RECORDS))
 
     def ensure_writable(self) -> bool:

@@ -18,8 +18,11 @@ from flagtrace.model import (
     INDEXER_SOURCES,
     SUMMARY_FORMAT,
     Diagnostic,
+    Guard,
     IndexResult,
+    Location,
     ModuleSummary,
+    Scope,
     SourceFile,
 )
 
@@ -45,33 +48,95 @@ __all__ = [
     "summary_digest",
 ]
 
+#: The fields that say where something is: zeroed in a summary's shape
+#: (``summary_digests``). ``lines`` is the module's line count.
+_POSITION_FIELDS = frozenset({"line", "column", "end_line", "lines"})
+
+#: What a reducer of ``pickle``'s dispatch table returns: a callable and its arguments
+_Reduced = tuple[Callable[..., object], tuple[object, ...]]
+
 #: Called with each result as it comes (for progress), cached or not.
 OnResult = Callable[[IndexResult], None]
 
 
 def summary_digest(summary: ModuleSummary) -> str:
-    """A digest of everything in ``summary`` but its line count.
+    """A digest of everything in ``summary`` but its line count (``summary_digests``)."""
+    return summary_digests(summary)[0]
 
-    Why: the whole-run result cache (``flagtrace.results``) reuses a report when
-    every file's summary is unchanged, which survives edits that change no
-    summary (comments, trailing lines, text of unused literals). Summaries hold
-    tuples, never sets, so the pickle of a freshly built one is deterministic;
-    were it not, two equal summaries would only miss, never collide. (Only a
-    fresh one: a summary loaded from the cache shares its equal records,
-    ``cache.Interning``, and pickles to other bytes.) The line
-    count is left out (with the module scope's end line, which is the same
+
+def summary_digests(summary: ModuleSummary) -> tuple[str, str]:
+    """Two digests of ``summary``: of everything in it but its line count, and of
+    its *shape*: everything but where things are (lines and columns).
+
+    Why the first: the whole-run result cache (``flagtrace.results``) reuses a
+    report when every file's summary is unchanged, which survives edits that
+    change no summary (comments, trailing lines, text of unused literals). The
+    line count is left out (with the module scope's end line, which is the same
     number): it only feeds the totals, which are recomputed.
+
+    Why the shape: resolution never reads a position (``flagtrace.resolve``
+    reads no ``Location``, end line or guard line), so a resolved program
+    stored for one tree serves every tree of the same shapes
+    (``flagtrace.program_store``): a comment or a blank line added above a
+    function, which moves every line below it, no longer re-resolves the whole
+    program. Reports quote positions, so they stay keyed by the first digest.
+
+    One pickle makes both: records that hold a position are written with it
+    zeroed (the shape), and the positions are hashed apart, in the order the
+    pickler met them, which the shape fixes. Summaries hold tuples, never sets,
+    so the pickle of a freshly built one is deterministic; were it not, two
+    equal summaries would only miss, never collide. (Only a fresh one: a
+    summary loaded from the cache shares its equal records,
+    ``cache.Interning``, and pickles to other bytes.)
     """
+    import copyreg
     import dataclasses
     import hashlib
+    import io
     import pickle
+    from functools import partial
 
-    module_scope = dataclasses.replace(summary.scopes[0], end_line=0)
-    blob = pickle.dumps(
-        dataclasses.replace(summary, lines=0, scopes=(module_scope, *summary.scopes[1:])),
-        protocol=5,
-    )
-    return hashlib.sha256(blob).hexdigest()
+    positions: list[int] = []
+    module_scope = summary.scopes[0]
+
+    def zeroed(cls: type, names: tuple[str, ...], record: object, kept: bool) -> _Reduced:
+        values = []
+        for name in names:
+            value = getattr(record, name)
+            if name in _POSITION_FIELDS:
+                if kept:
+                    positions.append(value)
+                value = 0
+            values.append(value)
+        return (cls, tuple(values))
+
+    reducers: dict[type, Callable[[object, bool], _Reduced]] = {
+        cls: partial(zeroed, cls, tuple(f.name for f in dataclasses.fields(cls)))
+        for cls in (Guard, Scope, ModuleSummary)
+    }
+
+    def reduce(record: object) -> _Reduced:
+        # the module's end line is its line count, as ``lines`` is: left out of both
+        kept = record is not module_scope and type(record) is not ModuleSummary
+        return reducers[type(record)](record, kept)
+
+    def location(loc: Location) -> _Reduced:  # the most common: kept short
+        positions.extend((loc.line, loc.column))
+        return (Location, (loc.path, 0, 0))
+
+    out = io.BytesIO()
+    pickler = pickle.Pickler(out, protocol=5)
+    pickler.dispatch_table = {
+        **copyreg.dispatch_table,
+        **dict.fromkeys(reducers, reduce),
+        Location: location,
+    }
+    pickler.dump(summary)
+    shape = hashlib.sha256(out.getvalue())
+    whole = shape.copy()
+    whole.update(b"\0positions\0")
+    whole.update(repr(positions).encode("ascii"))
+    return whole.hexdigest(), shape.hexdigest()
 
 
 def index_file(source: SourceFile, data: bytes | None = None) -> IndexResult:
@@ -104,7 +169,8 @@ def index_file(source: SourceFile, data: bytes | None = None) -> IndexResult:
 
     try:
         summary = _summarize_guarded(source, data)
-        return IndexResult(source, summary, digest=summary_digest(summary))
+        digest, shape = summary_digests(summary)
+        return IndexResult(source, summary, digest=digest, shape=shape)
     except parseguard.SourceProblem as exc:
         return problem(exc.line, exc.message)
     except ParserSyntaxError as exc:

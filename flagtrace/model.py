@@ -100,7 +100,7 @@ def _set_slots_directly(dc: Any) -> None:
 # --------------------------------------------------------------------------
 # The summary format
 
-SUMMARY_FORMAT = 10  # bump when summaries change (the cache keys on it, see flagtrace.cache)
+SUMMARY_FORMAT = 11  # bump when summaries change (the cache keys on it, see flagtrace.cache)
 
 #: The files of ``flagtrace`` whose code decides what a summary holds. The cache
 #: key (``cache.schema``) hashes each of them, so an edited walk never reads
@@ -681,6 +681,9 @@ class IndexResult:
     #: ``index.summary_digest`` of the summary as first built: equal digests,
     #: equal summaries but for ``lines`` (the whole-run result cache keys on it)
     digest: str | None = None
+    #: ``index.summary_digests``' second: of the summary with every position
+    #: zeroed (a stored resolved program keys on it, ``flagtrace.program_store``)
+    shape: str | None = None
 
 
 # --------------------------------------------------------------------------

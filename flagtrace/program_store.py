@@ -97,7 +97,7 @@ from flagtrace.results import FileState, analysis_digest
 
 #: The layout and encoding of stored programs (bump when either changes; what the
 #: resolver keeps is covered by the analysis digest instead).
-FORMAT = 2
+FORMAT = 3
 MAGIC = "flagtrace-program"
 KIND = "program"
 MANIFEST_KIND = "program manifest"
@@ -241,9 +241,10 @@ class ProgramStore:
         self._warn = warn if warn is not None else _warn_stderr
 
     def key(self, files: Iterable[FileState]) -> str:
-        """Everything a resolved program depends on (see the module docstring)."""
+        """Everything a resolved program depends on (see the module docstring):
+        the summaries' shapes, not where their parts are."""
         h = hashlib.sha256()
-        parts = [f"{f.path}\0{f.module}\0{f.is_package}\0{f.summary_part}" for f in files]
+        parts = [f"{f.path}\0{f.module}\0{f.is_package}\0{f.shape_part}" for f in files]
         for text in (
             KIND,
             analysis_digest(),
@@ -359,20 +360,27 @@ class ProgramStore:
 
     # ------------------------------------------------------------ prunings
 
-    def prunings(self, key: str) -> ProgramPrunings:
-        """The prunings stored for the program of ``key`` (``prune.StoredPrunings``)."""
-        return ProgramPrunings(self, key)
+    def prunings(self, key: str, files: Iterable[FileState]) -> ProgramPrunings:
+        """The prunings stored for the program of ``key`` on ``files`` as they are
+        now (``prune.StoredPrunings``): a pruning quotes positions (the guards it
+        cut, where classes are made), so it is kept per tree, where the program
+        it was computed on is kept per shape."""
+        h = hashlib.sha256(key.encode())
+        for f in files:
+            h.update(f"\0{f.path}\0{f.summary_part}".encode("utf-8", "surrogateescape"))
+        return ProgramPrunings(self, key, h.hexdigest())
 
-    def _pruning_path(self, key: str, question: Question) -> Path:
-        digest = hashlib.sha256(repr(question).encode("utf-8", "surrogateescape")).hexdigest()
-        return self.root / key[:2] / f"{key}.{digest[:32]}{PRUNING_SUFFIX}"
+    def _pruning_path(self, key: str, tree: str, question: Question) -> Path:
+        digest = hashlib.sha256(f"{tree}\0{question!r}".encode("utf-8", "surrogateescape"))
+        return self.root / key[:2] / f"{key}.{digest.hexdigest()[:32]}{PRUNING_SUFFIX}"
 
-    def get_pruning(self, key: str, question: Question) -> PruningState | None:
-        """The pruning stored for ``question`` on the program of ``key``, or None
-        (absent; damaged, foreign or of another question: a miss, said on stderr)."""
+    def get_pruning(self, key: str, tree: str, question: Question) -> PruningState | None:
+        """The pruning stored for ``question`` on the program of ``key`` and the
+        tree ``tree`` (``prunings``), or None (absent; damaged, foreign or of
+        another question: a miss, said on stderr)."""
         if not self.enabled:
             return None
-        path = self._pruning_path(key, question)
+        path = self._pruning_path(key, tree, question)
         blob = self._read(path, "pruning", "pruning again")
         if blob is None:
             return None
@@ -381,21 +389,22 @@ class ProgramStore:
         if not (
             isinstance(entry, tuple)
             and len(entry) == 4
-            and entry[:3] == (MAGIC, key, question)
+            and entry[:3] == (MAGIC, tree, question)
             and isinstance(entry[3], PruningState)
         ):
             self._warn(f"stored pruning {path} is damaged or not flagtrace's; pruning again")
             return None
         return entry[3]
 
-    def put_pruning(self, key: str, question: Question, state: PruningState) -> bool:
-        """Store ``state`` for ``question`` beside the program of ``key`` (atomically;
-        only while that program is stored, and the newest ``KEEP_PRUNINGS`` of it)."""
+    def put_pruning(self, key: str, tree: str, question: Question, state: PruningState) -> bool:
+        """Store ``state`` for ``question`` on ``tree`` beside the program of ``key``
+        (atomically; only while that program is stored, and the newest
+        ``KEEP_PRUNINGS`` of it)."""
         if not self.enabled or not self._path(key).exists():
             return False
-        target = self._pruning_path(key, question)
+        target = self._pruning_path(key, tree, question)
         try:
-            blob = encode_entry(PRUNING_KIND, (MAGIC, key, question, state))
+            blob = encode_entry(PRUNING_KIND, (MAGIC, tree, question, state))
         except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as exc:
             self._warn(f"pruning not stored ({exc})")
             return False
@@ -462,15 +471,16 @@ class ProgramStore:
 class ProgramPrunings:
     """``prune.StoredPrunings`` for one stored program."""
 
-    def __init__(self, store: ProgramStore, key: str) -> None:
+    def __init__(self, store: ProgramStore, key: str, tree: str) -> None:
         self.store = store
         self.key = key
+        self.tree = tree
 
     def get(self, question: Question) -> PruningState | None:
-        return self.store.get_pruning(self.key, question)
+        return self.store.get_pruning(self.key, self.tree, question)
 
     def put(self, question: Question, state: PruningState) -> None:
-        self.store.put_pruning(self.key, question, state)
+        self.store.put_pruning(self.key, self.tree, question, state)
 
 
 def _warn_stderr(message: str) -> None:

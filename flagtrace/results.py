@@ -65,7 +65,7 @@ from flagtrace.model import AnalysisReport, Diagnostic, IndexResult, SourceFile
 #: The layout and encoding of stored reports (2: ``cache.encode_entry``, read
 #: without running code; 1 was plain pickles, left behind in ``results/v1``;
 #: 3: ``AnalysisReport.entries_left_out``; 4: ``assumptions`` and ``EntryVerdict.pruned``).
-FORMAT = 4
+FORMAT = 5
 MAGIC = "flagtrace-result"
 KIND = "report"
 #: Stored reports kept per cache directory; the oldest go first.
@@ -112,6 +112,9 @@ class FileState:
     content_key: str | None  # None: unreadable or too large (never matches a stored one)
     digest: str | None  # summary digest; None: the file could not be indexed
     lines: int
+    #: the summary's shape (``index.summary_digests``: positions left out); the
+    #: key of a stored resolved program, which reads no position
+    shape: str | None = None
 
     @classmethod
     def of(cls, source: SourceFile, content_key: str | None, result: IndexResult) -> FileState:
@@ -124,12 +127,20 @@ class FileState:
             content_key,
             result.digest if summary is not None else None,
             summary.lines if summary is not None else 0,
+            result.shape if summary is not None else None,
         )
 
     @property
     def summary_part(self) -> str:
         if self.digest is not None:
             return f"summary {self.digest}"
+        return f"content {self.content_key}"
+
+    @property
+    def shape_part(self) -> str:
+        """``summary_part`` without positions: what resolution reads of the file."""
+        if self.shape is not None:
+            return f"shape {self.shape}"
         return f"content {self.content_key}"
 
 

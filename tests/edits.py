@@ -5,7 +5,7 @@ fixtures (and a few real ones to SGLang) and checks after each that a run reusin
 the cache answers exactly what a cold run answers. The edits are written as text,
 the way an editor leaves a file, and each keeps the file valid Python except
 ``break_syntax`` (a later ``revert`` may mend it): add, remove and change functions,
-imports, classes, modules, setters and reads of the flag.
+imports, classes, modules, setters and reads of the flag, and move code down.
 
 Test code may parse the fixtures with ``ast``: it is flagtrace that never imports or
 runs the code it analyses, and these are our own files.
@@ -193,6 +193,32 @@ def change_body(p: EditedTree, rng: random.Random) -> str | None:
     return f"change the body of {fn.name} in {p.module_name(path)}"
 
 
+def move_code(p: EditedTree, rng: random.Random) -> str | None:
+    """Comment or blank lines put above a statement: everything below it moves and
+    nothing else changes (a stored resolved program, kept per shape, serves)."""
+    picked = _pick(p, rng)
+    if picked is None:
+        return None
+    path, tree = picked
+    statements: list[ast.stmt] = list(tree.body)
+    for fn in _functions(tree):
+        statements += fn.body
+    if not statements:
+        return None
+    node = rng.choice(statements)
+    decorators = getattr(node, "decorator_list", [])
+    row = min([node.lineno, *(d.lineno for d in decorators)]) - 1
+    source = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    indent = source[row][: len(source[row]) - len(source[row].lstrip())]
+    lines = rng.choice([["# moved"], ["", ""], ["# moved", "# again", ""]])
+    block = "".join(f"{indent}{line}\n" if line else "\n" for line in lines)
+    text = "".join(source[:row]) + block + "".join(source[row:])
+    if not _valid(text):
+        return None
+    p.write(path, text)
+    return f"move the code of {p.module_name(path)} from line {row + 1} down {len(lines)}"
+
+
 def add_import(p: EditedTree, rng: random.Random) -> str | None:
     path, other = rng.choice(p.modules()), rng.choice(p.modules())
     other_tree = _parse(other)
@@ -347,6 +373,7 @@ EDITS: tuple[tuple[Callable[[EditedTree, random.Random], str | None], int], ...]
     (add_function, 3),
     (remove_function, 2),
     (change_body, 4),
+    (move_code, 3),
     (add_import, 2),
     (add_class, 2),
     (add_setter, 3),

@@ -32,7 +32,7 @@ from flagtrace.cache import (
     schema,
 )
 from flagtrace.cli import main
-from flagtrace.index import SUMMARY_FORMAT, index_file, summary_digest
+from flagtrace.index import SUMMARY_FORMAT, index_file, summary_digest, summary_digests
 from flagtrace.model import IndexResult, SourceFile
 from flagtrace.progress import RunStatus
 from flagtrace.report.callgraph_pycg import pycg
@@ -138,7 +138,7 @@ def test_entries_live_under_the_summary_format_and_the_key(tmp_path: Path) -> No
         assert len(entry.stem) == 64
         stored = load_entry("summary", entry.read_bytes(), SUMMARY_TYPES)
         assert isinstance(stored, tuple)
-        magic, key, stored_schema, summary, diagnostic, digest = stored
+        magic, key, stored_schema, summary, diagnostic, digest, shape = stored
         assert (magic, key, stored_schema) == (MAGIC, entry.stem, schema())
         assert summary is not None and summary.path.endswith(".py") and diagnostic is None
         # the digest of the summary as first built (a loaded one shares its
@@ -147,6 +147,7 @@ def test_entries_live_under_the_summary_format_and_the_key(tmp_path: Path) -> No
         fresh = index_file(source)
         assert fresh.summary is not None
         assert digest == summary_digest(fresh.summary) == fresh.digest
+        assert shape == summary_digests(fresh.summary)[1] == fresh.shape
         # what was stored is that summary, each of its small records once
         assert summary == fresh.summary
         small = [r for r in _records(summary) if isinstance(r, SUMMARY_RECORDS)]
@@ -308,16 +309,18 @@ def test_entries_of_another_version_or_key_are_ignored_and_overwritten(tmp_path:
         assert isinstance(entry, tuple)
         return entry
 
-    magic, key, _, summary, diagnostic, digest = read("mod0.py")
+    magic, key, _, summary, diagnostic, digest, shape = read("mod0.py")
     foreign = "flagtrace 0.0.1; summary 0; libcst 0.0; cpython 3.0; indexer 0"
     paths["mod0.py"].write_bytes(
-        encode_entry("summary", (magic, key, foreign, summary, diagnostic, digest))
+        encode_entry("summary", (magic, key, foreign, summary, diagnostic, digest, shape))
     )
     other = read("mod1.py")
     paths["mod1.py"].write_bytes(encode_entry("summary", (MAGIC, "0" * 64, *other[2:])))
     # a summary of another file stored under this key must not be served either
     paths["state.py"].write_bytes(
-        encode_entry("summary", (MAGIC, paths["state.py"].stem, schema(), summary, None))
+        encode_entry(
+            "summary", (MAGIC, paths["state.py"].stem, schema(), summary, None, digest, shape)
+        )
     )
 
     _, results = load([pkg], SummaryCache(cache_dir))

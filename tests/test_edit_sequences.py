@@ -159,18 +159,28 @@ DECODE_ENTERS = """        from sglang.srt.compilation.piecewise_context_manager
 """
 
 
+#: where the edit that only moves code puts its comment lines
+RUNNER_CLASS = "\nclass ModelRunner"
+#: the one edit that changes no summary's shape: the stored program serves it
+MOVED = "model_runner.py's code moved down"
+
+
 def _sglang_edits(root: Path) -> list[tuple[str, Path, str]]:
-    """(what, file, new text): the benchmark's edit, the seed hop removed, a
-    ``with`` of the setter added to another method, and the runner put back (the
-    tree of the first edit again, whose stored program and report the cache holds)."""
+    """(what, file, new text): the benchmark's edit, comment lines above the
+    runner's class, the seed hop removed, a ``with`` of the setter added to
+    another method, and the runner put back (the tree of the first edit again,
+    whose stored program and report the cache holds)."""
     flag_module, runner = root / FLAG_MODULE, root / RUNNER
     flag_text, runner_text = (p.read_text(encoding="utf-8") for p in (flag_module, runner))
     assert REPLAY in runner_text and DECODE_BODY in runner_text
+    assert runner_text.count(RUNNER_CLASS) == 1
     added = flag_text + "\n\ndef _added_by_the_test():\n    return 1\n"
+    moved = runner_text.replace(RUNNER_CLASS, "\n# moved by the test\n#" + RUNNER_CLASS)
     without_replay = runner_text.replace(REPLAY, "")
     entering = without_replay.replace(DECODE_BODY, DECODE_ENTERS + DECODE_BODY)
     return [
         ("a function appended to the flag's module", flag_module, added),
+        (MOVED, runner, moved),
         ("forward_extend no longer replays the graph", runner, without_replay),
         ("forward_decode enters the setter", runner, entering),
         ("model_runner.py as it was", runner, runner_text),
@@ -204,12 +214,22 @@ def test_sglang_edits_answered_from_the_cache_match_cold_runs(tmp_path: Path) ->
         assert out.exists(), done.stderr[-2000:]
         return done.returncode, normalise(out.read_text(encoding="utf-8"))
 
+    def programs() -> int:
+        return len(list(cache.glob("programs/v*/??/*.pkl")))
+
     first = check("--cache-dir", str(cache))
     answers = [first]
     for what, path, text in _sglang_edits(root):
         path.write_text(text, encoding="utf-8")
+        stored = programs()
         reused = check("--cache-dir", str(cache))
         assert reused == check("--no-cache"), what
+        # code that only moved is answered from the stored program: none is added
+        # (the last edit, back to an earlier tree, also finds its program stored)
+        if what == MOVED:
+            assert programs() == stored, what
+        elif len(answers) < 4:
+            assert programs() == stored + 1, what
         answers.append(reused)
     # the edits changed the answer, and putting the runner back restored it
     assert len({report for _, report in answers}) >= 3

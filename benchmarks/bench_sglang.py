@@ -780,7 +780,9 @@ def bench_version(version: str, args: argparse.Namespace, cache_supported: bool)
                         shutil.rmtree(cache / "results", ignore_errors=True)
                         runner.run(question, ["--cache-dir", cache], flag=query.second_flag)
                 if query.body_edit is not None:
-                    measure_moved(runner, runs, tree, query.body_edit, cache, args.repeat)
+                    measure_method_edit(
+                        runner, runs, tree, query.body_edit, cache, args.repeat, "moved"
+                    )
                 print("   flagtrace edited ...", file=sys.stderr, flush=True)
                 edited = runs["edited"] = Measurement("flagtrace edited")
                 edited.note = f"appended a new function to sglang/{changed_file} before each run"
@@ -788,56 +790,39 @@ def bench_version(version: str, args: argparse.Namespace, cache_supported: bool)
                     edit(target, i)
                     runner.run(edited, ["--cache-dir", cache])
                 if query.body_edit is not None:
-                    measure_body_edit(runner, runs, tree, query.body_edit, cache, args.repeat)
+                    measure_method_edit(
+                        runner, runs, tree, query.body_edit, cache, args.repeat, "edited body"
+                    )
     notes += cache_notes(runs)
     return VersionResult(version, len(corpus.files), corpus.lines, refs, runs, notes)
 
 
-def measure_moved(
+def measure_method_edit(
     runner: FlagtraceRunner,
     runs: dict[str, Measurement],
     tree: Path,
     body_edit: tuple[str, str],
     cache: Path,
     repeat: int,
+    key: str,
 ) -> None:
-    """The *moved* run: comment lines put above one method before each run, so
-    the code below moves and no summary changes shape."""
+    """The *moved* run (``key``; comment lines put above one method before each
+    run: the code below moves and no summary changes shape) or the *edited
+    body* run (one statement added to that method's body)."""
     relative, qualname = body_edit
-    print("   flagtrace moved ...", file=sys.stderr, flush=True)
-    m = runs["moved"] = Measurement("flagtrace moved")
+    change, what = {
+        "moved": (move_down, f"two comment lines put above {qualname}"),
+        "edited body": (edit_body, f"a statement added to {qualname}"),
+    }[key]
+    print(f"   flagtrace {key} ...", file=sys.stderr, flush=True)
+    m = runs[key] = Measurement(f"flagtrace {key}")
     m.note = (
-        f"two comment lines put above {qualname} in sglang/{relative} before each run (the"
-        " lines below move, so the report is not compared with the cold run's)"
+        f"{what} in sglang/{relative} before each run (the lines below move, so the report"
+        " is not compared with the cold run's)"
     )
     for i in range(repeat):
         try:
-            move_down(tree / relative, qualname, i)
-        except (OSError, SyntaxError, ValueError) as exc:
-            m.failure = f"could not edit sglang/{relative}: {exc}"
-            return
-        runner.run(m, ["--cache-dir", cache], compare=False)
-
-
-def measure_body_edit(
-    runner: FlagtraceRunner,
-    runs: dict[str, Measurement],
-    tree: Path,
-    body_edit: tuple[str, str],
-    cache: Path,
-    repeat: int,
-) -> None:
-    """The *edited body* run: one method's body changed before each run."""
-    relative, qualname = body_edit
-    print("   flagtrace edited body ...", file=sys.stderr, flush=True)
-    m = runs["edited body"] = Measurement("flagtrace edited body")
-    m.note = (
-        f"a statement added to {qualname} in sglang/{relative} before each run (the lines"
-        " below it move, so the report is not compared with the cold run's)"
-    )
-    for i in range(repeat):
-        try:
-            edit_body(tree / relative, qualname, i)
+            change(tree / relative, qualname, i)
         except (OSError, SyntaxError, ValueError) as exc:
             m.failure = f"could not edit sglang/{relative}: {exc}"
             return

@@ -531,7 +531,7 @@ def _analyze_reusing(
         roots=program.roots,
         set_by=program.set_by,
         sticky_anywhere=program.sticky_anywhere,
-        prunings=programs.prunings(program_key, file_states),
+        prunings=programs.prunings(program_key, file_states, project.summaries),
         jobs=jobs,
     )
     report = replace(report, seconds=time.perf_counter() - start)

@@ -5,10 +5,19 @@ every new ``--flag``/``--entry``/``--read`` ran resolution of the whole program
 again (about 20-30 s on SGLang 0.5.9). The report cache (``flagtrace.results``)
 cannot help: its keys include the options. So the ``ResolvedProgram`` that
 ``resolve`` returns is stored too, keyed by what it depends on and nothing
-else: every file's summary digest (a file that could not be indexed: its
-content key), the indexer's schema, ``FLAGTRACE_MAX_FILE_MB`` and
-``results.analysis_digest()``. A run with new options on a tree whose
-summaries are unchanged loads it and runs only the flag analysis.
+else: every file's summary shape (``index.summary_digests``: the summary with
+its positions zeroed; a file that could not be indexed: its content key), the
+indexer's schema, ``FLAGTRACE_MAX_FILE_MB`` and ``results.analysis_digest()``.
+A run with new options on a tree whose summaries are unchanged loads it and
+runs only the flag analysis; so does a run after an edit that only moved code
+(comment or blank lines added above it).
+
+Why shapes: resolution reads no position, and nothing stored here holds one
+(``tests/test_shapes.py`` walks a stored program for a ``Location`` or a
+``Guard``): every position a report quotes comes from the summaries the
+loading run passes in, which ``get`` builds the program tables from. A
+pruning does quote positions (the lines of the guards it decided), so the
+prunings beside a program are kept per tree (``prunings``).
 
 What is stored is the program as resolution left it, before any flag stage
 asked it a question: the resolver's tables, its parameter values, its last
@@ -66,7 +75,7 @@ import sys
 import tempfile
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, is_dataclass, replace
 from functools import lru_cache, partial
 from importlib import import_module
 from operator import itemgetter
@@ -90,7 +99,7 @@ from flagtrace.cache import (
     _TEMP_PREFIX as TEMP_PREFIX,
 )
 from flagtrace.memory import gc_paused
-from flagtrace.model import ModuleSummary
+from flagtrace.model import Guard, Location, ModuleSummary, SourceFile
 from flagtrace.prune import PruningState, Question
 from flagtrace.resolve import Program, ResolvedProgram
 from flagtrace.results import FileState, analysis_digest
@@ -360,27 +369,56 @@ class ProgramStore:
 
     # ------------------------------------------------------------ prunings
 
-    def prunings(self, key: str, files: Iterable[FileState]) -> ProgramPrunings:
+    def prunings(
+        self, key: str, files: Sequence[FileState], summaries: Sequence[ModuleSummary] = ()
+    ) -> ProgramPrunings:
         """The prunings stored for the program of ``key`` on ``files`` as they are
-        now (``prune.StoredPrunings``): a pruning quotes positions (the guards it
-        cut, where classes are made), so it is kept per tree, where the program
-        it was computed on is kept per shape."""
+        now (``prune.StoredPrunings``), whose summaries are ``summaries``.
+
+        Why per tree: a pruning quotes positions (the lines of the guards it
+        decided), where the program it was computed on is kept per shape. After
+        an edit that only moved code, a pruning of the earlier tree is moved
+        with it (``_moved``) rather than computed again."""
         h = hashlib.sha256(key.encode())
         for f in files:
             h.update(f"\0{f.path}\0{f.summary_part}".encode("utf-8", "surrogateescape"))
-        return ProgramPrunings(self, key, h.hexdigest())
+        return ProgramPrunings(self, key, h.hexdigest(), files, summaries)
 
     def _pruning_path(self, key: str, tree: str, question: Question) -> Path:
-        digest = hashlib.sha256(f"{tree}\0{question!r}".encode("utf-8", "surrogateescape"))
-        return self.root / key[:2] / f"{key}.{digest.hexdigest()[:32]}{PRUNING_SUFFIX}"
+        asked = hashlib.sha256(repr(question).encode("utf-8", "surrogateescape")).hexdigest()
+        return self.root / key[:2] / f"{key}.{asked[:24]}{tree[:24]}{PRUNING_SUFFIX}"
 
-    def get_pruning(self, key: str, tree: str, question: Question) -> PruningState | None:
+    def get_pruning(
+        self, key: str, tree: str, question: Question, moved_from: MovedFrom | None = None
+    ) -> PruningState | None:
         """The pruning stored for ``question`` on the program of ``key`` and the
-        tree ``tree`` (``prunings``), or None (absent; damaged, foreign or of
-        another question: a miss, said on stderr)."""
+        tree ``tree`` (``prunings``); else, with ``moved_from``, one stored for
+        another tree of the same shapes, moved to this one (``_moved``); else None
+        (absent; damaged, foreign or of another question: a miss, said on stderr)."""
         if not self.enabled:
             return None
         path = self._pruning_path(key, tree, question)
+        found = self._load_pruning(path, question, tree)
+        if found is not None or moved_from is None:
+            return None if found is None else found[0]
+        others = path.parent.glob(f"{path.name[: len(key) + 25]}*{PRUNING_SUFFIX}")
+        try:
+            newest = sorted(others, key=lambda p: p.stat().st_mtime, reverse=True)
+        except OSError:  # one removed meanwhile by a concurrent run
+            return None
+        for other in [p for p in newest if p != path][:MOVE_CANDIDATES]:
+            loaded = self._load_pruning(other, question, None)
+            if loaded is not None:
+                state = _moved(loaded[0], loaded[1], moved_from, self.summaries)
+                if state is not None:
+                    return state
+        return None
+
+    def _load_pruning(
+        self, path: Path, question: Question, tree: str | None
+    ) -> tuple[PruningState, tuple[StoredFile, ...]] | None:
+        """The pruning at ``path`` and the files of its tree, if it answers
+        ``question`` (on ``tree``, unless None)."""
         blob = self._read(path, "pruning", "pruning again")
         if blob is None:
             return None
@@ -388,23 +426,36 @@ class ProgramStore:
             entry = load_entry(PRUNING_KIND, blob, pruning_types())
         if not (
             isinstance(entry, tuple)
-            and len(entry) == 4
-            and entry[:3] == (MAGIC, tree, question)
+            and len(entry) == 5
+            and entry[0] == MAGIC
+            and isinstance(entry[1], str)
+            and entry[2] == question
             and isinstance(entry[3], PruningState)
+            and isinstance(entry[4], tuple)
         ):
             self._warn(f"stored pruning {path} is damaged or not flagtrace's; pruning again")
             return None
-        return entry[3]
+        if tree is not None and entry[1] != tree:
+            return None
+        return entry[3], entry[4]
 
-    def put_pruning(self, key: str, tree: str, question: Question, state: PruningState) -> bool:
-        """Store ``state`` for ``question`` on ``tree`` beside the program of ``key``
-        (atomically; only while that program is stored, and the newest
-        ``KEEP_PRUNINGS`` of it)."""
+    def put_pruning(
+        self,
+        key: str,
+        tree: str,
+        question: Question,
+        state: PruningState,
+        files: Sequence[FileState] = (),
+    ) -> bool:
+        """Store ``state`` for ``question`` on ``tree`` (of ``files``) beside the
+        program of ``key`` (atomically; only while that program is stored, and the
+        newest ``KEEP_PRUNINGS`` of it)."""
         if not self.enabled or not self._path(key).exists():
             return False
         target = self._pruning_path(key, tree, question)
+        stored = tuple((f.path, f.module, f.is_package, f.content_key, f.digest) for f in files)
         try:
-            blob = encode_entry(PRUNING_KIND, (MAGIC, tree, question, state))
+            blob = encode_entry(PRUNING_KIND, (MAGIC, tree, question, state, stored))
         except (pickle.PicklingError, TypeError, AttributeError, RecursionError) as exc:
             self._warn(f"pruning not stored ({exc})")
             return False
@@ -469,18 +520,141 @@ class ProgramStore:
 
 
 class ProgramPrunings:
-    """``prune.StoredPrunings`` for one stored program."""
+    """``prune.StoredPrunings`` for one stored program and one tree of it."""
 
-    def __init__(self, store: ProgramStore, key: str, tree: str) -> None:
+    def __init__(
+        self,
+        store: ProgramStore,
+        key: str,
+        tree: str,
+        files: Sequence[FileState],
+        summaries: Sequence[ModuleSummary],
+    ) -> None:
         self.store = store
         self.key = key
         self.tree = tree
+        self.files = files
+        self.summaries = summaries
 
     def get(self, question: Question) -> PruningState | None:
-        return self.store.get_pruning(self.key, self.tree, question)
+        moved_from = MovedFrom(self.files, self.summaries) if self.summaries else None
+        return self.store.get_pruning(self.key, self.tree, question, moved_from)
 
     def put(self, question: Question, state: PruningState) -> None:
-        self.store.put_pruning(self.key, self.tree, question, state)
+        self.store.put_pruning(self.key, self.tree, question, state, self.files)
+
+
+#: a file of the tree a pruning was computed on: path, module, is package,
+#: content key (where its summary is in the summary cache) and summary digest
+StoredFile = tuple[str, str, bool, str | None, str | None]
+
+#: stored prunings of other trees tried, newest first, before pruning again
+MOVE_CANDIDATES = 2
+#: at most this many files moved: each costs a walk of its old and new summaries
+MOVE_FILES = 32
+
+
+@dataclass(frozen=True, slots=True)
+class MovedFrom:
+    """The tree a pruning is asked for: its files and their summaries."""
+
+    files: Sequence[FileState]
+    summaries: Sequence[ModuleSummary]
+
+
+def _moved(
+    state: PruningState,
+    stored: tuple[StoredFile, ...],
+    now: MovedFrom,
+    cache: SummaryCache,
+) -> PruningState | None:
+    """``state``, computed on the tree of ``stored``, moved to the tree ``now``
+    of the same shapes; None if it cannot be (other files, too many moved,
+    an old summary no longer cached, or lines that did not move as one).
+
+    What moves: a pruning holds positions only as guards' lines (the guards of
+    its cuts, and where facts decided one: ``Location(path, guard.line)``). In
+    each file whose summary changed, the old summary (from the summary cache,
+    by its content key) and the new one hold the same guards in the same order
+    (same shape), so each old guard and each old guard line has one new one; a
+    line whose guards went to different lines (a statement broken over lines)
+    leaves the pruning to be computed again."""
+    files = {f.path: f for f in now.files}
+    if len(stored) != len(files):
+        return None
+    changed: dict[str, tuple[str, str, bool, str]] = {}
+    for path, module, is_package, content_key, digest in stored:
+        f = files.get(path)
+        if f is None or (f.module, f.is_package) != (module, is_package) or f.shape is None:
+            return None
+        if f.digest != digest:
+            if content_key is None or digest is None:
+                return None
+            changed[path] = (path, module, is_package, content_key)
+    if len(changed) > MOVE_FILES:
+        return None
+    summaries = {s.path: s for s in now.summaries}
+    guards: dict[Guard, Guard] = {}
+    lines: dict[str, dict[int, int]] = {}
+    for path, module, is_package, content_key in changed.values():
+        old = cache.get(SourceFile(path, module, "", is_package), content_key)
+        new = summaries.get(path)
+        if old is None or old.summary is None or new is None:
+            return None
+        before, after = _guards_in_order(old.summary), _guards_in_order(new)
+        if len(before) != len(after):
+            return None
+        moved = lines[path] = {}
+        for g, h in zip(before, after, strict=True):
+            if guards.setdefault(g, h) != h or moved.setdefault(g.line, h.line) != h.line:
+                return None
+
+    def line(where: Location) -> Location:
+        moved = lines.get(where.path)
+        if moved is None:
+            return where
+        return Location(where.path, moved[where.line], where.column)
+
+    try:
+        return replace(
+            state,
+            guard_cuts={
+                site: replace(cut, guard=guards[cut.guard]) if cut.path in lines else cut
+                for site, cut in state.guard_cuts.items()
+            },
+            uses={text: frozenset(map(line, where)) for text, where in state.uses.items()},
+            derived_decided=frozenset(map(line, state.derived_decided)),
+        )
+    except KeyError:  # a position no guard of the file is at: not ours to move
+        return None
+
+
+def _guards_in_order(summary: ModuleSummary) -> list[Guard]:
+    """Every guard of ``summary``, in the order of its fields (a record met twice
+    counts twice: summaries loaded from the cache share equal records, fresh
+    ones do not, and both must list alike)."""
+    out: list[Guard] = []
+    stack: list[object] = [summary]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is Guard:
+            out.append(node)  # type: ignore[arg-type]
+        elif kind is tuple:
+            stack.extend(reversed(node))  # type: ignore[call-overload]
+        elif kind in _RECORD_FIELDS:
+            stack.extend(reversed(_RECORD_FIELDS[kind](node)))
+    return out
+
+
+#: per record type of the model, its fields' values in order
+_RECORD_FIELDS: dict[type, Callable[[Any], tuple[object, ...]]] = {
+    cls: (lambda names: lambda r: tuple(getattr(r, n) for n in names))(
+        tuple(f.name for f in fields(cls))
+    )
+    for cls in vars(model).values()
+    if isinstance(cls, type) and is_dataclass(cls) and cls.__module__ == model.__name__
+}
 
 
 def _warn_stderr(message: str) -> None:

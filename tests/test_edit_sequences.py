@@ -160,7 +160,7 @@ DECODE_ENTERS = """        from sglang.srt.compilation.piecewise_context_manager
 
 
 #: where the edit that only moves code puts its comment lines
-RUNNER_CLASS = "\nclass ModelRunner"
+RUNNER_CLASS = "\nclass ModelRunner("
 #: the one edit that changes no summary's shape: the stored program serves it
 MOVED = "model_runner.py's code moved down"
 

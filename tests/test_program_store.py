@@ -525,7 +525,7 @@ def test_a_damaged_or_foreign_pruning_is_ignored_with_one_line(
     damaged = {
         "truncated": real[: len(real) // 2],
         "another question": encode_entry(
-            store_module.PRUNING_KIND, (*loaded[:2], ((), ("pkg.other",)), loaded[3])
+            store_module.PRUNING_KIND, (*loaded[:2], ((), ("pkg.other",)), *loaded[3:])
         ),
         "os.system": header + payloads(markers)["os.system"],
     }

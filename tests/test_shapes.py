@@ -202,3 +202,54 @@ def test_the_stored_program_holds_no_position(tmp_path: Path) -> None:
                     stack.append(getattr(node, name))
     assert "Callee" in kinds  # the walk reached the program's contents
     assert os.path.getsize(stored) > 0
+
+
+def _prunings(cache: Path) -> list[Path]:
+    return sorted(cache.glob("programs/v*/??/*.pruning"))
+
+
+@pytest.mark.parametrize("name", ["assume_prunes_guard", "guards_statements"])
+def test_a_move_moves_the_stored_pruning_too(name: str, tmp_path: Path) -> None:
+    """A pruning quotes the lines of the guards it decided; after a move it is
+    taken from the earlier tree with those lines moved (not computed again),
+    and the report is still a cold run's, the guard's new line included."""
+    case = REPO / "fixtures" / "flags" / name
+    tree = tmp_path / name
+    shutil.copytree(case / "pkg", tree / "pkg")
+    args = json.loads((case / "case.json").read_text(encoding="utf-8"))["args"]
+    cache, out = tmp_path / "cache", tmp_path / "out.json"
+    before = run(tree, args, cache, out)
+    (stored,) = _prunings(cache)
+    for path in sorted(tree.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines(keepends=True)
+        # a comment line above every top-level statement from the second on
+        at = [i for i, line in enumerate(lines) if line[:1].isalpha() and i > 0]
+        for i in reversed(at[1:]):
+            lines.insert(i, "# moved by the test\n")
+        path.write_text("".join(lines), encoding="utf-8")
+    after = run(tree, args, cache, out)
+    assert _prunings(cache) == [stored]  # moved, not pruned again and stored
+    assert after == run(tree, args, None, tmp_path / "cold.json")
+    assert after[1] != before[1]
+
+
+def test_a_pruning_is_not_moved_when_a_line_was_broken(tmp_path: Path) -> None:
+    """Two guards on one line that an edit puts on two lines have no one new
+    line: the pruning is computed again (and still answers as a cold run)."""
+    pkg = tmp_path / "tree" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "flags.py").write_text(BASE, encoding="utf-8")
+    one_line = "def serve(cfg, x):\n    enable() if cfg.a else (step() if cfg.b else None)\n"
+    (pkg / "app.py").write_text("from pkg.flags import enable, step\n\n\n" + one_line, "utf-8")
+    args = ["--flag", "_on", "--entry", "pkg.app.serve", "--assume", "cfg.a=True"]
+    cache, out = tmp_path / "cache", tmp_path / "out.json"
+    run(tmp_path / "tree", args, cache, out)
+    assert len(_prunings(cache)) == 1
+    broken = one_line.replace(" else (", " else (\n        ")
+    (pkg / "app.py").write_text("from pkg.flags import enable, step\n\n\n" + broken, "utf-8")
+    after = run(tmp_path / "tree", args, cache, out)
+    assert len(_stored_programs(cache)) == 1  # the same shapes: the program served
+    assert len(_prunings(cache)) == 2  # but it was pruned again, and stored for this tree
+    assert after == run(tmp_path / "tree", args, None, tmp_path / "cold.json")

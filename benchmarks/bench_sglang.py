@@ -779,19 +779,16 @@ def bench_version(version: str, args: argparse.Namespace, cache_supported: bool)
                         # has run: its stored report is not needed again)
                         shutil.rmtree(cache / "results", ignore_errors=True)
                         runner.run(question, ["--cache-dir", cache], flag=query.second_flag)
-                if query.body_edit is not None:
-                    measure_method_edit(
-                        runner, runs, tree, query.body_edit, cache, args.repeat, "moved"
-                    )
                 print("   flagtrace edited ...", file=sys.stderr, flush=True)
                 edited = runs["edited"] = Measurement("flagtrace edited")
                 edited.note = f"appended a new function to sglang/{changed_file} before each run"
                 for i in range(args.repeat):
                     edit(target, i)
                     runner.run(edited, ["--cache-dir", cache])
-                if query.body_edit is not None:
+                # after *edited*, whose report is compared with the cold run's: these move lines
+                for key in ("moved", "edited body") if query.body_edit is not None else ():
                     measure_method_edit(
-                        runner, runs, tree, query.body_edit, cache, args.repeat, "edited body"
+                        runner, runs, tree, query.body_edit, cache, args.repeat, key
                     )
     notes += cache_notes(runs)
     return VersionResult(version, len(corpus.files), corpus.lines, refs, runs, notes)

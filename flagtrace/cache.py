@@ -12,10 +12,10 @@ Layout: ``<directory>/v<SUMMARY_FORMAT>/<first 2 hex>/<key hex>.pkl``, one
 entry per file: a header naming the kind of entry and ``ENCODING``, then a
 pickle of ``(MAGIC, key, schema, summary, diagnostic, digest, shape)``
 (``digest``, ``shape``: ``index.summary_digests`` of the summary as it was
-built). Writes go to a temporary file in the same directory and are renamed into place, so two
-concurrent runs never see a half-written entry; an entry whose header,
-stored key or schema differs, or that does not load, is a miss and gets
-overwritten. Only summaries are cached: a file that could not be indexed is
+built). Writes go to a temporary file in the same directory and are renamed
+into place, so two concurrent runs never see a half-written entry; an entry
+whose header, stored key or schema differs, or that does not load, is a miss
+and gets overwritten. Only summaries are cached: a file that could not be indexed is
 tried again on the next run, because some of those problems depend on the
 environment (memory, stack depth, ``$FLAGTRACE_MAX_FILE_MB``), not the bytes.
 

@@ -105,7 +105,8 @@ from flagtrace.resolve import Program, ResolvedProgram
 from flagtrace.results import FileState, analysis_digest
 
 #: The layout and encoding of stored programs (bump when either changes; what the
-#: resolver keeps is covered by the analysis digest instead).
+#: resolver keeps is covered by the analysis digest instead). 3: keyed by shapes,
+#: prunings per tree with their tree's files.
 FORMAT = 3
 MAGIC = "flagtrace-program"
 KIND = "program"
@@ -580,7 +581,7 @@ def _moved(
     line whose guards went to different lines (a statement broken over lines)
     leaves the pruning to be computed again."""
     files = {f.path: f for f in now.files}
-    if len(stored) != len(files):
+    if len(stored) != len(files) or not all(_is_stored_file(f) for f in stored):
         return None
     changed: dict[str, tuple[str, str, bool, str]] = {}
     for path, module, is_package, content_key, digest in stored:
@@ -627,6 +628,19 @@ def _moved(
         )
     except KeyError:  # a position no guard of the file is at: not ours to move
         return None
+
+
+def _is_stored_file(item: object) -> bool:
+    """Whether ``item`` is a ``StoredFile`` (an entry that loads may still hold
+    anything its allowed types can build)."""
+    return (
+        type(item) is tuple
+        and len(item) == 5
+        and isinstance(item[0], str)
+        and isinstance(item[1], str)
+        and isinstance(item[2], bool)
+        and all(v is None or isinstance(v, str) for v in item[3:])
+    )
 
 
 def _guards_in_order(summary: ModuleSummary) -> list[Guard]:

@@ -64,7 +64,8 @@ from flagtrace.model import AnalysisReport, Diagnostic, IndexResult, SourceFile
 
 #: The layout and encoding of stored reports (2: ``cache.encode_entry``, read
 #: without running code; 1 was plain pickles, left behind in ``results/v1``;
-#: 3: ``AnalysisReport.entries_left_out``; 4: ``assumptions`` and ``EntryVerdict.pruned``).
+#: 3: ``AnalysisReport.entries_left_out``; 4: ``assumptions`` and ``EntryVerdict.pruned``;
+#: 5: ``FileState.shape``).
 FORMAT = 5
 MAGIC = "flagtrace-result"
 KIND = "report"

@@ -253,3 +253,27 @@ def test_a_pruning_is_not_moved_when_a_line_was_broken(tmp_path: Path) -> None:
     assert len(_stored_programs(cache)) == 1  # the same shapes: the program served
     assert len(_prunings(cache)) == 2  # but it was pruned again, and stored for this tree
     assert after == run(tmp_path / "tree", args, None, tmp_path / "cold.json")
+
+
+def test_a_pruning_whose_files_are_not_ours_is_not_moved(tmp_path: Path) -> None:
+    """A stored pruning that loads but lists its tree's files as something else
+    (written by another version, or tampered with) is pruned again, quietly."""
+    from flagtrace.cache import encode_entry, load_entry
+    from flagtrace.program_store import PRUNING_KIND, pruning_types
+
+    case = REPO / "fixtures" / "flags" / "assume_prunes_guard"
+    tree = tmp_path / "tree"
+    shutil.copytree(case / "pkg", tree / "pkg")
+    args = json.loads((case / "case.json").read_text(encoding="utf-8"))["args"]
+    cache, out = tmp_path / "cache", tmp_path / "out.json"
+    run(tree, args, cache, out)
+    (stored,) = _prunings(cache)
+    entry = load_entry(PRUNING_KIND, stored.read_bytes(), pruning_types())
+    assert isinstance(entry, tuple) and len(entry) == 5
+    garbage = tuple((f[0],) for f in entry[4])  # the paths alone
+    stored.write_bytes(encode_entry(PRUNING_KIND, (*entry[:4], garbage)))
+    for path in tree.rglob("*.py"):
+        path.write_text("# moved\n" + path.read_text(encoding="utf-8"), encoding="utf-8")
+    after = run(tree, args, cache, out)
+    assert len(_prunings(cache)) == 2
+    assert after == run(tree, args, None, tmp_path / "cold.json")

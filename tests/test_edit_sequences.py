@@ -1,13 +1,13 @@
 """After every edit, a run that reuses the cache answers exactly what a cold run answers.
 
 Random sequences of edits (``tests/edits.py``: functions, imports, classes, modules,
-setters and reads added, removed and changed, files broken and reverted) are applied
-to copies of the flag fixtures. After each edit the same question (sometimes another
-one: another flag of the fixture, or discovered entries instead of its ``--entry``)
-is asked twice: with the cache directory the whole sequence shares, so that
-whatever flagtrace stored from earlier trees (summaries, resolved programs, reports,
-manifests) is offered to it, and with ``--no-cache``. The two reports must be the
-same bytes (``stats.seconds`` aside) and the exit codes equal.
+setters and reads added, removed and changed, code moved down, files broken and
+reverted) are applied to copies of the flag fixtures. After each edit the same question
+(sometimes another one: another flag of the fixture, or discovered entries instead of
+its ``--entry``) is asked twice: with the cache directory the whole sequence shares, so
+that whatever flagtrace stored from earlier trees (summaries, resolved programs,
+reports, manifests) is offered to it, and with ``--no-cache``. The two reports must be
+the same bytes (``stats.seconds`` aside) and the exit codes equal.
 
 What this guards: every layer that answers from an earlier run. A summary or a
 program keyed by too little, a manifest trusted for a moved file, a report reused

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from operator import attrgetter
 
 import networkx as nx
 
@@ -47,6 +48,11 @@ SiteRef = tuple[str, int, Callee | None] | CallEdge
 
 #: a hub's node name starts with this (no qualified name can)
 HUB_PREFIX = "<by-name>."
+
+#: a callee's name, as a function that runs in C: ``set.isdisjoint(map(callee_name,
+#: callees))`` asks a set about every callee of a site at once, a by-name site's
+#: hundreds too, where a loop would call Python code per callee
+callee_name = attrgetter("qualname")
 
 
 def by_name_part(callees: Sequence[Callee]) -> tuple[Callee, ...]:
@@ -92,6 +98,7 @@ class CallGraph:
         self._scope_callers: dict[str, frozenset[str]] | None = None
         self._site_rank: dict[tuple[str, int], int] | None = None
         self._hubs_into: dict[str, tuple[str, ...]] | None = None
+        self._generators: frozenset[str] | None = None
 
     # -- construction
 
@@ -227,9 +234,22 @@ class CallGraph:
         none of its body; the sites that resume the object run it; see
         ``flagtrace.generators``)."""
         callees = self.site_callees(scope, site)
+        generators = self._generator_functions()
+        if generators.isdisjoint(map(callee_name, callees)):
+            return callees  # most sites: every callee runs (by-name ones are hundreds)
         resumed = self.resolved.resumed.get((scope, site), frozenset())
         scopes = self.resolved.program.scopes
         return tuple(c for c in callees if runs_body(scopes.get(c.qualname), c.qualname, resumed))
+
+    def _generator_functions(self) -> frozenset[str]:
+        """The analysed generator functions: the only callees that may not run
+        their body where they are called (``generators.runs_body``)."""
+        found = self._generators
+        if found is None:
+            found = self._generators = frozenset(
+                qn for qn, s in self.resolved.program.scopes.items() if s.is_generator
+            )
+        return found
 
     def runs_at(self, scope: str, site: int, callee: str) -> bool:
         """Does ``callee``, one of the site's callees, run its body there (see

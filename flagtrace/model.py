@@ -735,6 +735,12 @@ class Resolution(enum.Enum):
     BY_NAME = "by-name"  # unknown receiver: every method of that name
     JEDI = "jedi"  # settled on demand by jedi
 
+    #: by identity (members are singletons, and equal only to themselves): the
+    #: inherited ``Enum.__hash__`` runs in Python, and every ``Callee`` hashed (a
+    #: hub's hundreds, at every site of it) hashed one; on a new question on
+    #: transformers that was 5.7M calls. Neither hash is stable across processes
+    __hash__ = object.__hash__
+
     @property
     def weak(self) -> bool:
         return self in (Resolution.BY_NAME, Resolution.JEDI)

@@ -535,6 +535,17 @@ class Pruning:
         cls = self._cuttable_class(callee)
         return cls is not None and not self._may_exist(cls, resolution)
 
+    def _cuts_memoised(
+        self, callee: str, resolution: Resolution, memo: dict[tuple[str, Resolution], bool]
+    ) -> bool:
+        """``cuts``, asked once per callee and resolution: its answer depends on
+        nothing else once RTA has run (``_pruned``)."""
+        key = (callee, resolution)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self.cuts(callee, resolution)
+        return found
+
     def _library_made(self, cls: str) -> bool:
         """Rule 3: instances that library code (or a hook) may make."""
         scope = self.p.scopes[cls]
@@ -615,6 +626,10 @@ class Pruning:
         hub_cuts: set[tuple[str, str]] = set()  # (hub, method): cut at every site of the hub
         detached: list[tuple[str, tuple[str, int], Callee]] = []  # a hub's callee kept here
         owners: dict[str, str] = {}
+        # Why memoised, and ``cutting`` a set: a hub's by-name methods (hundreds on
+        # transformers) are the callees of each of its sites, so asking ``cuts``
+        # per callee and testing them against a tuple was quadratic in them
+        cut_memo: dict[tuple[str, Resolution], bool] = {}
         for key, callees in resolved.sites():
             scope_qn, index = key
             owner = owners.get(scope_qn)
@@ -627,12 +642,13 @@ class Pruning:
                 cut = tuple(
                     c.qualname
                     for c in callees
-                    if c.analysed and self.cuts(c.qualname, c.resolution)
+                    if c.analysed and self._cuts_memoised(c.qualname, c.resolution, cut_memo)
                 )
                 if cut:
                     self.rta_cuts[key] = cut
             if not cut:
                 continue
+            cutting = frozenset(cut)
             location = p.scopes[scope_qn].calls[index].location
             hub = full.hub_at(callees)
             if hub is None:
@@ -643,16 +659,20 @@ class Pruning:
                 removed.extend(
                     (owner, c.qualname, location)
                     for c in callees
-                    if c.resolution is not Resolution.BY_NAME and c.qualname in cut
+                    if c.resolution is not Resolution.BY_NAME and c.qualname in cutting
                 )
                 by_name = [c for c in callees if c.resolution is Resolution.BY_NAME]
-                here = {c.qualname for c in by_name if c.qualname in cut}
-                wide = set() if whole else {q for q in here if self.cuts(q, Resolution.BY_NAME)}
+                here = {c.qualname for c in by_name if c.qualname in cutting}
+                wide = (
+                    set()
+                    if whole
+                    else {q for q in here if self._cuts_memoised(q, Resolution.BY_NAME, cut_memo)}
+                )
                 hub_cuts.update((hub, q) for q in wide)
                 if here - wide:  # cut with the whole site, or through a typed twin here
                     removed.append((owner, hub, location))
-                    detached.extend((owner, key, c) for c in by_name if c.qualname not in cut)
-            kept = tuple(c for c in callees if c.qualname not in cut)
+                    detached.extend((owner, key, c) for c in by_name if c.qualname not in cutting)
+            kept = tuple(c for c in callees if c.qualname not in cutting)
             site_callees[key] = kept
             if not kept:
                 empty.add(key)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
+from flagtrace.callgraph import callee_name
 from flagtrace.flagstate import UNSET, SetEvent, State
 from flagtrace.interpret import Interpreter
 from flagtrace.model import (
@@ -84,6 +85,9 @@ class Reach:
         self.graph = interp.graph
         self.p = interp.p
         self.can_read = self._can_read()
+        #: one set, not a question per callee: ``expand`` asks it of every
+        #: callee of every site, by-name ones included (``_worth_following``)
+        self._can_read_and_set = self.can_read & interp.writers
         self.settings = SettingProofs(interp)
         self._expanded: dict[Node, tuple[list[tuple[Node, Hop]], list[ReadHit]]] = {}
         self._costs: dict[Node, list[tuple[Node, Hop, int]]] = {}
@@ -116,13 +120,12 @@ class Reach:
                     todo.append(parent.qualname)  # class bodies run in their parent
         return out
 
-    def _worth_following(self, callee: str, state: State) -> bool:
-        """Only paths that can still end at a read with the flag set: with the
-        flag possibly set, callees that can reach a read; with it unset,
-        callees that can both set it and reach a read."""
-        if callee not in self.can_read:
-            return False
-        return state.set or callee in self.i.writers
+    def _worth_following(self, state: State) -> set[str]:
+        """The callees worth following in ``state``: only paths that can still
+        end at a read with the flag set. With the flag possibly set, callees that
+        can reach a read; with it unset, callees that can both set it and reach
+        a read."""
+        return self.can_read if state.set else self._can_read_and_set
 
     def expand(self, node: Node) -> tuple[list[tuple[Node, Hop]], list[ReadHit]]:
         memo = self._expanded.get(node)
@@ -139,8 +142,12 @@ class Reach:
                 call = scope.calls[site]
                 # the cheap questions first: a by-name site has hundreds of
                 # callees, few of them worth following
-                for c in self.graph.site_callees(qn, site):
-                    if not c.analysed or not self._worth_following(c.qualname, state):
+                worth = self._worth_following(state)
+                callees = self.graph.site_callees(qn, site)
+                if worth.isdisjoint(map(callee_name, callees)):
+                    continue
+                for c in callees:
+                    if not c.analysed or c.qualname not in worth:
                         continue
                     callee_scope = scopes.get(c.qualname)
                     if (
@@ -311,11 +318,8 @@ def sticky_sites(interp: Interpreter) -> list[tuple[str, int, str]]:
     out = []
     writers = interp.writers
     for (qn, site), callees in interp.graph.call_sites():
-        for c in callees:  # first the cheap question: most sites call no writer
-            if c.qualname in writers:
-                break
-        else:
-            continue
+        if writers.isdisjoint(map(callee_name, callees)):
+            continue  # first the cheap question: most sites call no writer
         scope = interp.p.scopes[qn]
         if scope.kind is ScopeKind.CLASS or scope.calls[site].kind is not CallKind.CALL:
             continue  # implicit protocol calls (with-enter/exit) are the with-block's business

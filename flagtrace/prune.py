@@ -650,7 +650,7 @@ class Pruning:
                 continue
             cutting = frozenset(cut)
             location = p.scopes[scope_qn].calls[index].location
-            hub = full.hub_at(callees)
+            hub = full.site_hub(scope_qn, index)
             if hub is None:
                 removed.extend((owner, callee, location) for callee in cut)
             else:

@@ -94,9 +94,19 @@ def _assert_alike(hubbed: CallGraph, plain: CallGraph, rng: random.Random, paths
     assert index.import_time == plain_index.import_time
 
 
+def _assert_site_hubs(graph: CallGraph) -> None:
+    """The hub ``build`` noted for each site is the one its callees name, and a
+    graph whose sites were edited (pruning's) asks the callees again."""
+    for (scope, site), callees in graph.call_sites():
+        assert graph.site_hub(scope, site) == graph.hub_at(callees), (scope, site)
+
+
 def _check(paths: list[Path], n_paths: int = 300) -> tuple[CallGraph, CallGraph]:
     resolved = resolve_project(load_project([str(p) for p in paths], jobs=1))
     hubbed, plain = CallGraph.build(resolved), CallGraph.build(resolved, hubs=False)
+    _assert_site_hubs(hubbed)
+    _assert_site_hubs(plain)
+    _assert_site_hubs(Pruning(hubbed).graph)
     rng = random.Random(16)
     _assert_alike(hubbed, plain, rng, n_paths)
     # instantiation pruning cuts a hub's methods for every site of the hub
@@ -108,6 +118,7 @@ def _check(paths: list[Path], n_paths: int = 300) -> tuple[CallGraph, CallGraph]
     ]
     keys = {key for key, _ in settled}
     hubbed, plain = hubbed.with_settled(settled, keys, 1), plain.with_settled(settled, keys, 1)
+    _assert_site_hubs(hubbed)
     _assert_alike(hubbed, plain, rng, n_paths)
     _assert_alike(Pruning(hubbed).graph, Pruning(plain).graph, rng, n_paths)
     return hubbed, plain

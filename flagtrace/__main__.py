@@ -1,7 +1,5 @@
 """``python -m flagtrace`` runs the CLI."""
 
-import sys
+from flagtrace.cli import run
 
-from flagtrace.cli import main
-
-sys.exit(main())
+run()

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from flagtrace.memory import gc_paused
+from flagtrace.memory import collect_chunk, gc_paused, indexing_worker
 from flagtrace.model import (
     INDEXER_SOURCES,
     SUMMARY_FORMAT,
@@ -257,7 +257,9 @@ def _index_chunk_encoded(
     had written, 0.2M since, those of equal records in different chunks)."""
     from flagtrace.cache import SUMMARY_RECORDS, encode_entry
 
-    return encode_entry(_RESULTS_KIND, _index_chunk(chunk, cache), SUMMARY_RECORDS)
+    encoded = encode_entry(_RESULTS_KIND, _index_chunk(chunk, cache), SUMMARY_RECORDS)
+    collect_chunk()
+    return encoded
 
 
 def _decoded(blob: bytes) -> list[IndexResult]:
@@ -339,7 +341,6 @@ def index_many(
         return [r for r in out if r is not None]
     import concurrent.futures
     import concurrent.futures.process
-    import gc
     import multiprocessing
     import os
 
@@ -351,7 +352,7 @@ def index_many(
     with (
         gc_paused(),
         concurrent.futures.ProcessPoolExecutor(
-            max_workers=jobs, mp_context=ctx, initializer=gc.enable
+            max_workers=jobs, mp_context=ctx, initializer=indexing_worker
         ) as pool,
     ):
         futures = {

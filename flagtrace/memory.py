@@ -49,3 +49,29 @@ def gc_deferred() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def indexing_worker() -> None:
+    """Initializer of an indexing worker (``index.index_many``'s pool): the
+    collector off, and what the worker inherited from its parent frozen, so
+    that ``collect_chunk`` walks only what the worker made since.
+
+    Why: a worker parses file after file, and each libcst tree is millions of
+    container objects that the collector's automatic runs walked again and
+    again while they were alive (on a quarter of SGLang 0.5.9's files, one
+    process: 35 full and 395 middle collections). Reference counting frees the
+    trees; the cyclic garbage indexing leaves is small (the closures of the
+    ``ast.literal_eval`` libcst runs for each item taken by number, ``x[0]``:
+    about 16k objects for 351 files), so it is collected once per chunk
+    instead. Measured (2026-12-08, the same 351 files in one process,
+    alternated): 17.0-18.3 s with the collector on, 14.3-14.6 s with this, at
+    the same peak memory (127 MiB); all of SGLang in the pool of 2 workers,
+    34-39 s against 36-52 s."""
+    gc.disable()
+    gc.freeze()
+
+
+def collect_chunk() -> None:
+    """The cyclic garbage a chunk of files left in an ``indexing_worker``: its
+    trees are gone by then, so this walks little more than the garbage."""
+    gc.collect()
